@@ -1,0 +1,99 @@
+"""create_app(): routers, error handlers, middleware, OpenAPI; the worker in-process if asked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from mailroom import API_VERSION
+from mailroom.accounts.api import router as account_router
+from mailroom.audit.api import router as audit_router
+from mailroom.contacts.api import router as contacts_router
+from mailroom.custom_fields.api import router as custom_fields_router
+from mailroom.db import Database
+from mailroom.lists.api import router as lists_router
+from mailroom.media.api import public_router as media_public_router
+from mailroom.media.api import router as media_router
+from mailroom.settings import Settings, get_settings
+from mailroom.suppressions.api import router as suppressions_router
+from mailroom.system.api import router as system_router
+from mailroom.tags.api import router as tags_router
+from mailroom.web.errors import install_error_handlers
+from mailroom.web.middleware import ApiKeyMiddleware
+from mailroom.web.openapi import build_openapi
+from mailroom.webhooks.api import router as webhooks_router
+from mailroom.worker import WorkerHost
+
+DESCRIPTION = """\
+Mailroom's JSON API. Every `/api/v1` call needs a workspace API key in the `x-api-key` header;
+each operation names the permission it needs. Errors are `{"error": "<message>"}` plus named
+extras. Writes (POST, PUT, PATCH, DELETE) count toward the plan's hourly write limit; reads
+never do.
+"""
+
+ROUTERS = [
+    system_router,
+    account_router,
+    audit_router,
+    contacts_router,
+    tags_router,
+    lists_router,
+    custom_fields_router,
+    suppressions_router,
+    webhooks_router,
+    media_router,
+    media_public_router,
+]
+
+
+def operation_id(route: APIRoute) -> str:
+    """Short, stable operation ids: the handler's name (`list_contacts`)."""
+    return route.name
+
+
+def create_app(settings: Settings | None = None, *, run_worker: bool = False) -> FastAPI:
+    settings = settings or get_settings()
+    db = Database(settings.resolved_database_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        host = WorkerHost(db, settings) if run_worker else None
+        if host:
+            host.start()
+        try:
+            yield
+        finally:
+            if host:
+                host.stop()
+                await host.join()
+            await db.dispose()
+
+    app = FastAPI(
+        title="Mailroom API",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+    )
+    app.state.db = db
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(ApiKeyMiddleware)
+    for router in ROUTERS:
+        app.include_router(router)
+
+    def openapi() -> dict[str, Any]:
+        return build_openapi(app)
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def create_served_app() -> FastAPI:
+    """Factory for `uvicorn --factory` (used by `mailroom serve`, one per server process)."""
+    return create_app(run_worker=os.environ.get("MAILROOM_SERVE_WORKER", "1") == "1")

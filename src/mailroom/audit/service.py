@@ -1,0 +1,86 @@
+"""The audit trail of authenticated writes, and its 12-month retention."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, delete, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailroom.core.auth import Principal
+from mailroom.core.clock import utcnow
+from mailroom.core.errors import ApiError
+from mailroom.models import AuditEntry
+
+RETENTION = timedelta(days=365)
+
+
+def new_entry(
+    principal: Principal,
+    *,
+    operation: str,
+    method: str,
+    path: str,
+    target_id: str | None,
+    status: int,
+) -> AuditEntry:
+    return AuditEntry(
+        workspace_id=principal.workspace_id,
+        key_id=principal.key_id,
+        person_id=principal.person_id,
+        operation=operation[:100],
+        method=method,
+        path=path[:500],
+        target_id=target_id[:200] if target_id else None,
+        status=status,
+        created_at=utcnow(),
+    )
+
+
+@dataclass
+class AuditPage:
+    entries: list[AuditEntry]
+    next_cursor: str | None
+
+
+def _encode_cursor(entry: AuditEntry) -> str:
+    raw = f"{entry.created_at.isoformat()}|{entry.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        stamp, entry_id = raw.split("|", 1)
+        return datetime.fromisoformat(stamp), entry_id
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ApiError(400, "Invalid cursor") from None
+
+
+async def list_entries(
+    session: AsyncSession, principal: Principal, *, cursor: str | None, limit: int
+) -> AuditPage:
+    """Newest first; `next_cursor` continues after the last entry returned."""
+    query = select(AuditEntry).where(AuditEntry.workspace_id == principal.workspace_id)
+    if cursor:
+        stamp, entry_id = _decode_cursor(cursor)
+        query = query.where(
+            or_(
+                AuditEntry.created_at < stamp,
+                and_(AuditEntry.created_at == stamp, AuditEntry.id < entry_id),
+            )
+        )
+    query = query.order_by(AuditEntry.created_at.desc(), AuditEntry.id.desc()).limit(limit + 1)
+    rows = list((await session.scalars(query)).all())
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return AuditPage(rows, _encode_cursor(rows[-1]) if more and rows else None)
+
+
+async def prune(session: AsyncSession, *, now: datetime | None = None) -> int:
+    cutoff = (now or utcnow()) - RETENTION
+    result = await session.execute(delete(AuditEntry).where(AuditEntry.created_at < cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)

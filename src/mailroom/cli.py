@@ -1,0 +1,366 @@
+"""The `mailroom` command: serve, worker, db, admin (and more as capabilities arrive)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from mailroom import API_VERSION, __version__
+from mailroom.accounts import service as accounts_service
+from mailroom.core.errors import ApiError
+from mailroom.db import Database
+from mailroom.migrations import upgrade
+from mailroom.settings import Settings, get_settings
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="mailroom",
+    help="Mailroom: self-hostable email marketing. Settings come from MAILROOM_* environment "
+    "variables (see the README); the default database is SQLite under ./var/.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+admin_app = typer.Typer(help="Accounts, workspaces and API keys.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(admin_app, name="admin")
+
+out = Console()
+err = Console(stderr=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+PermissionsOption = Annotated[
+    str,
+    typer.Option(
+        "--permissions",
+        help="`all`, or a comma-separated list such as contacts:read,contacts:write.",
+    ),
+]
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]Error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _run(coro_factory: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return asyncio.run(coro_factory())  # type: ignore[arg-type]
+    except ApiError as exc:
+        _fail(exc.message)
+        raise AssertionError("unreachable") from exc
+
+
+async def _with_db(work: Callable[[Database], Awaitable[T]], settings: Settings | None = None) -> T:
+    """Open the database (migrated to the latest schema), run `work`, close."""
+    settings = settings or get_settings()
+    url = settings.resolved_database_url
+    await upgrade(url)
+    db = Database(url)
+    try:
+        return await work(db)
+    finally:
+        await db.dispose()
+
+
+def _emit(data: dict[str, Any], as_json: bool, human: str) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        out.print(human, highlight=False)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(help="Server processes.")] = 1,
+    no_worker: Annotated[
+        bool,
+        typer.Option(
+            "--no-worker",
+            help="Do not run background loops in the server; run `mailroom worker` instead.",
+        ),
+    ] = False,
+) -> None:
+    """Apply pending migrations, then serve the API, subscriber pages and MCP.
+
+    Background loops (webhook deliveries, sending, jobs) run inside the server unless
+    --no-worker is given.
+    """
+    import uvicorn
+
+    settings = get_settings()
+    asyncio.run(upgrade(settings.resolved_database_url))
+    os.environ["MAILROOM_SERVE_WORKER"] = "0" if no_worker else "1"
+    out.print(f"Mailroom {__version__} (API {API_VERSION}) on http://{host}:{port}")
+    uvicorn.run(
+        "mailroom.app:create_served_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=True,
+        log_level="info",
+    )
+
+
+@app.command()
+def worker() -> None:
+    """Run the background loops alone (for servers started with --no-worker).
+
+    Stops cleanly on SIGTERM or Ctrl-C; several workers may share one PostgreSQL database.
+    """
+    from mailroom.worker import run_forever
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = get_settings()
+    asyncio.run(upgrade(settings.resolved_database_url))
+    asyncio.run(run_forever(settings))
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration to the database in MAILROOM_DATABASE_URL."""
+    url = get_settings().resolved_database_url
+    asyncio.run(upgrade(url))
+    out.print("Database is up to date.")
+
+
+@admin_app.command("create-workspace")
+def create_workspace(
+    plan: Annotated[
+        str | None,
+        typer.Option(help="free, starter, pro or business (default free for a new account)."),
+    ] = None,
+    account: Annotated[
+        str | None,
+        typer.Option(help="Add the workspace to this existing account (shares its plan)."),
+    ] = None,
+    name: Annotated[str, typer.Option(help="Workspace name.")] = "",
+    permissions: PermissionsOption = "all",
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a workspace (in a new account, or in --account) and a first API key.
+
+    With --json prints {"account_id", "workspace_id", "key_id", "api_key"}. The key is shown
+    only now; it is stored hashed.
+    """
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            acct, workspace = await accounts_service.create_workspace(
+                session, plan=plan, account_id=account, name=name
+            )
+            created = await accounts_service.create_key(
+                session, workspace.id, permissions=permissions, name="admin"
+            )
+        return {
+            "account_id": acct.id,
+            "workspace_id": workspace.id,
+            "key_id": created.key.id,
+            "api_key": created.secret,
+            "plan": acct.plan,
+        }
+
+    result = _run(lambda: _with_db(work))
+    _emit(
+        {k: result[k] for k in ("account_id", "workspace_id", "key_id", "api_key")},
+        as_json,
+        f"Account   {result['account_id']} ({result['plan']} plan)\n"
+        f"Workspace {result['workspace_id']}\n"
+        f"Key id    {result['key_id']}\n"
+        f"API key   {result['api_key']}   (shown once; keep it safe)",
+    )
+
+
+@admin_app.command("create-key")
+def create_key(
+    workspace: Annotated[str, typer.Option(help="Workspace id the key belongs to.")],
+    permissions: PermissionsOption = "all",
+    name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an API key for a workspace. With --json prints {"key_id", "api_key"}."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            created = await accounts_service.create_key(
+                session, workspace, permissions=permissions, name=name
+            )
+        return {"key_id": created.key.id, "api_key": created.secret}
+
+    result = _run(lambda: _with_db(work))
+    _emit(
+        result,
+        as_json,
+        f"Key id  {result['key_id']}\nAPI key {result['api_key']}   (shown once; keep it safe)",
+    )
+
+
+@admin_app.command("revoke-key")
+def revoke_key(
+    key_id: Annotated[str, typer.Argument(help="Id of the key to revoke.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Revoke an API key: it answers 401 from the next request on. Revoking twice is fine."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            key = await accounts_service.revoke_key(session, key_id)
+        assert key.revoked_at is not None
+        return {"key_id": key.id, "revoked_at": key.revoked_at.isoformat()}
+
+    result = _run(lambda: _with_db(work))
+    _emit(result, as_json, f"Revoked key {result['key_id']}")
+
+
+@admin_app.command("set-plan")
+def set_plan(
+    account_id: Annotated[str, typer.Argument(help="Account id.")],
+    plan: Annotated[str, typer.Argument(help="free, starter, pro or business.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Move an account (all its workspaces) to another plan."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            account = await accounts_service.set_plan(session, account_id, plan)
+        return {"account_id": account.id, "plan": account.plan}
+
+    result = _run(lambda: _with_db(work))
+    _emit(result, as_json, f"Account {result['account_id']} is now on the {result['plan']} plan")
+
+
+@admin_app.command("demo")
+def demo(
+    port: Annotated[int, typer.Option(help="Port the server will use, for the curl line.")] = 8000,
+) -> None:
+    """First run only: create a demo account, workspace and all-permissions key, and print a
+    ready curl line. Does nothing when a workspace already exists."""
+
+    async def work(db: Database) -> dict[str, Any] | None:
+        async with db.transaction() as session:
+            if await accounts_service.any_workspace(session):
+                return None
+            _acct, workspace = await accounts_service.create_workspace(
+                session, plan="free", name="Demo"
+            )
+            created = await accounts_service.create_key(session, workspace.id, name="demo")
+        return {"workspace_id": workspace.id, "api_key": created.secret}
+
+    result = _run(lambda: _with_db(work))
+    if result is None:
+        out.print(
+            "A workspace exists already. New key: "
+            "mailroom admin create-key --workspace <workspace id>",
+            highlight=False,
+        )
+        return
+    out.print(
+        f"Demo workspace {result['workspace_id']} (Free plan)\n"
+        f"API key (shown once): {result['api_key']}\n\n"
+        f"Try it:\n  curl -s http://127.0.0.1:{port}/api/v1/account "
+        f"-H 'x-api-key: {result['api_key']}'\n",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command("import")
+def import_contacts(
+    file: Annotated[
+        Path, typer.Argument(help="UTF-8 CSV file (5 MB at most).", exists=True, dir_okay=False)
+    ],
+    workspace: Annotated[str, typer.Option(help="Workspace id to import into.")],
+    default_status: Annotated[
+        str, typer.Option(help="subscribed or unsubscribed, for blank status cells.")
+    ] = "subscribed",
+    source: Annotated[str, typer.Option(help="Source for rows without a source cell.")] = "import",
+    skip_duplicates: Annotated[
+        bool, typer.Option(help="Keep names and status of existing contacts.")
+    ] = True,
+    tags: Annotated[str, typer.Option(help="Tags for every row, separated by ; or |.")] = "",
+    list_id: Annotated[
+        str, typer.Option("--list", help="Add every subscribed contact to this list id.")
+    ] = "",
+    check_domains: Annotated[
+        bool, typer.Option(help="Skip rows whose domain cannot receive mail.")
+    ] = False,
+    mapping: Annotated[
+        str, typer.Option(help="JSON mapping of column index to target (see the API).")
+    ] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Import contacts from a CSV file: the same rules as POST /api/v1/contacts/import, in one
+    transaction (all rows or none), with a progress display."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from mailroom.accounts import service as accounts
+    from mailroom.contacts import importer
+    from mailroom.core.context import Context
+
+    content = file.read_bytes()
+    if len(content) > importer.MAX_BYTES:
+        _fail(importer.TOO_LARGE)
+    try:
+        options = importer.parse_options(
+            {
+                "default_status": default_status,
+                "source": source,
+                "skip_duplicates": str(skip_duplicates).lower(),
+                "tags": tags,
+                "list_id": list_id,
+                "check_domains": str(check_domains).lower(),
+                "mapping": mapping,
+            }
+        )
+    except ApiError as exc:
+        _fail(exc.message)
+        return
+    settings = get_settings()
+
+    async def work(db: Database) -> dict[str, Any]:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=as_json,
+        ) as progress:
+            task = progress.add_task("starting", total=None)
+
+            def step(name: str, done: int, total: int) -> None:
+                progress.update(task, description=f"{name} ({total:,} rows)" if total else name)
+
+            async with db.transaction() as session:
+                principal = await accounts.principal_for_workspace(session, workspace)
+                ctx = Context(session, principal, settings)
+                report = await importer.run_import(ctx, content, options, progress=step)
+            progress.update(task, description="done")
+        return report.as_dict()
+
+    result = _run(lambda: _with_db(work, settings))
+    _emit(
+        result,
+        as_json,
+        f"Imported {result['imported']:,}, updated {result['updated']:,}, "
+        f"skipped {result['skipped']:,} (invalid {result['invalid']:,}, "
+        f"unconfirmed {result['skipped_unconfirmed']:,}, duplicates {result['skipped_duplicates']:,}, "
+        f"placeholders {result['skipped_placeholder']:,}, undeliverable {result['skipped_undeliverable']:,}).",
+    )
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,236 @@
+"""The writing half of an import: lookups and set-based writes, each one or two statements
+whatever the number of rows (see importer.py for the order they run in)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import bindparam, delete, literal_column, select, text, update
+
+from mailroom.contacts import import_rows as rows_
+from mailroom.contacts.selection import Selection, release
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.core.dbtypes import UTCDateTime
+from mailroom.core.emails import email_domain, mask_email
+from mailroom.core.ids import new_id
+from mailroom.core.text import fold
+from mailroom.db import among, bulk_insert, chunks
+from mailroom.events import bulk as bulk_events
+from mailroom.lists import service as lists
+from mailroom.models import (
+    BulkSelection,
+    Contact,
+    ContactTag,
+    ImportStaging,
+    ListMember,
+    Suppression,
+)
+from mailroom.suppressions.service import stronger
+from mailroom.webhooks import fanout
+
+
+@dataclass(slots=True)
+class Existing:
+    id: str
+    status: str
+    first_name: str
+    last_name: str
+    source: str
+    custom_fields: dict[str, Any]
+
+
+async def suppression_rows(ctx: Context, hashes: list[str]) -> dict[str, Suppression]:
+    found: dict[str, Suppression] = {}
+    for chunk in chunks(ctx.session, hashes):
+        rows = await ctx.session.scalars(
+            select(Suppression).where(
+                Suppression.workspace_id == ctx.workspace_id,
+                among(ctx.session, Suppression.email_hash, chunk),
+            )
+        )
+        found.update({row.email_hash: row for row in rows.all()})
+    return found
+
+
+async def existing_contacts(ctx: Context, emails: list[str]) -> dict[str, Existing]:
+    found: dict[str, Existing] = {}
+    custom: Any = literal_column(
+        "custom_fields::text" if ctx.dialect == "postgresql" else "custom_fields"
+    )
+    for chunk in chunks(ctx.session, emails):
+        result = await ctx.session.execute(
+            select(
+                Contact.email,
+                Contact.id,
+                Contact.status,
+                Contact.first_name,
+                Contact.last_name,
+                Contact.source,
+                custom,
+            ).where(
+                Contact.workspace_id == ctx.workspace_id, among(ctx.session, Contact.email, chunk)
+            )
+        )
+        for email, contact_id, status, first, last, source, fields in result.all():
+            found[email] = Existing(
+                contact_id, status, first, last, source, orjson.loads(fields) if fields else {}
+            )
+    return found
+
+
+async def apply_staged(ctx: Context, run: str, staged: list[dict[str, Any]]) -> None:
+    if not staged:
+        return
+    await bulk_insert(ctx.session, ImportStaging, staged)
+    unsubscribed = "coalesce(s.unsubscribed_at, contacts.unsubscribed_at)"
+    statement = text(
+        "UPDATE contacts SET first_name = s.first_name, last_name = s.last_name, "
+        "source = s.source, status = s.status, custom_fields = s.custom_fields, "
+        f"search_text = s.search_text, unsubscribed_at = {unsubscribed}, updated_at = :now "
+        "FROM import_staging s WHERE s.run_id = :run AND contacts.id = s.contact_id"
+    ).bindparams(bindparam("now", type_=UTCDateTime()))
+    await ctx.session.execute(statement, {"run": run, "now": utcnow()})
+    await ctx.session.execute(delete(ImportStaging).where(ImportStaging.run_id == run))
+
+
+async def attach_tags(
+    ctx: Context,
+    found: dict[str, rows_.Row],
+    ids: dict[str, str],
+    tag_ids: dict[str, str],
+    existing_emails: set[str],
+) -> int:
+    if not tag_ids:
+        return 0
+    pairs = {
+        (ids[email], tag_ids[fold(name)])
+        for email, row in found.items()
+        for name in row.tags
+        if fold(name) in tag_ids
+    }
+    existing_ids = [ids[e] for e in existing_emails if found[e].tags]
+    for chunk in chunks(ctx.session, existing_ids):
+        present = await ctx.session.execute(
+            select(ContactTag.contact_id, ContactTag.tag_id).where(
+                among(ctx.session, ContactTag.contact_id, chunk)
+            )
+        )
+        pairs.difference_update(tuple(p) for p in present.all())
+    now = utcnow()
+    await bulk_insert(
+        ctx.session,
+        ContactTag,
+        [
+            {"contact_id": c, "tag_id": t, "workspace_id": ctx.workspace_id, "created_at": now}
+            for c, t in pairs
+        ],
+    )
+    return len(pairs)
+
+
+async def suppress_file_statuses(
+    ctx: Context,
+    found: dict[str, rows_.Row],
+    hashes: dict[str, str],
+    current: dict[str, Suppression],
+    now: Any,
+) -> None:
+    """Rows marked unsubscribed, bounced or complained go on the suppression list (a stronger
+    reason replaces a weaker one, never the reverse)."""
+    new_rows: list[dict[str, Any]] = []
+    upgrades: dict[str, list[str]] = {}
+    for email, row in found.items():
+        if row.status not in ("unsubscribed", "bounced", "complained"):
+            continue
+        digest = hashes[email]
+        present = current.get(digest)
+        if present is None:
+            new_rows.append(
+                {
+                    "id": new_id(),
+                    "workspace_id": ctx.workspace_id,
+                    "email_hash": digest,
+                    "reason": row.status,
+                    "source": "import",
+                    "email_masked": mask_email(email),
+                    "email_domain": email_domain(email),
+                    "erased": False,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+        elif stronger(row.status, present.reason):
+            upgrades.setdefault(row.status, []).append(present.id)
+    await bulk_insert(ctx.session, Suppression, new_rows)
+    for reason, row_ids in upgrades.items():
+        for chunk in chunks(ctx.session, row_ids):
+            await ctx.session.execute(
+                update(Suppression)
+                .where(among(ctx.session, Suppression.id, chunk))
+                .values(reason=reason, source="import", updated_at=now)
+            )
+
+
+async def join_list(
+    ctx: Context,
+    mailing_list: Any,
+    found: dict[str, rows_.Row],
+    ids: dict[str, str],
+    existing: dict[str, Existing],
+    escalated: dict[str, list[str]],
+) -> tuple[list[str], bool]:
+    """Rule 8: subscribed contacts join the list; returns the ids that joined and whether
+    they joined confirmed."""
+    left_subscribed = {cid for changed in escalated.values() for cid in changed}
+    candidates = []
+    for email, row in found.items():
+        current = existing.get(email)
+        status = current.status if current else row.status
+        if status == "subscribed" and ids[email] not in left_subscribed:
+            candidates.append(ids[email])
+    members: set[str] = set()
+    for chunk in chunks(ctx.session, candidates):
+        members.update(
+            (
+                await ctx.session.scalars(
+                    select(ListMember.contact_id).where(
+                        ListMember.list_id == mailing_list.id,
+                        among(ctx.session, ListMember.contact_id, chunk),
+                    )
+                )
+            ).all()
+        )
+    joining = [cid for cid in candidates if cid not in members]
+    confirmed = not lists.effective_double_opt_in(ctx, mailing_list)
+    now = utcnow()
+    await bulk_insert(
+        ctx.session,
+        ListMember,
+        [
+            {
+                "list_id": mailing_list.id,
+                "contact_id": cid,
+                "workspace_id": ctx.workspace_id,
+                "status": "confirmed" if confirmed else "unconfirmed",
+                "created_at": now,
+                "confirmed_at": now if confirmed else None,
+            }
+            for cid in joining
+        ],
+    )
+    return joining, confirmed
+
+
+async def emit(ctx: Context, event_type: str, contact_ids: list[str], **options: Any) -> None:
+    dims = {"list_id": options.get("list_id"), "tag_id": options.get("tag_id")}
+    if not contact_ids or not await fanout.subscribers(ctx, event_type, dims):
+        return
+    run = new_id()
+    await bulk_insert(
+        ctx.session, BulkSelection, [{"run_id": run, "contact_id": cid} for cid in contact_ids]
+    )
+    await bulk_events.emit_for_selection(ctx, event_type, run, **options)
+    await release(ctx, Selection(run, len(contact_ids), len(contact_ids)))

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from mailroom.contacts.schemas import ContactOut
+from mailroom.core.pagination import Pagination
+
+
+class ListCreate(BaseModel):
+    name: str | None = Field(None, description="Required; up to 100 characters, unique.")
+    description: str | None = Field(None, max_length=500)
+    double_opt_in: StrictBool = Field(
+        False, description="Members join unconfirmed until they confirm by email."
+    )
+
+
+class ListUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str | None = Field(None, max_length=500)
+    double_opt_in: StrictBool | None = None
+
+
+class ListOut(BaseModel):
+    id: str
+    name: str
+    description: str
+    double_opt_in: bool
+    effective_double_opt_in: bool = Field(
+        description="True on a double opt-in list and on every list of a Free-plan workspace."
+    )
+    member_count: int
+    confirmed_count: int
+    unconfirmed_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ListEnvelope(BaseModel):
+    list: ListOut
+
+
+class ListPage(BaseModel):
+    lists: list[ListOut]
+    pagination: Pagination
+
+
+class ListDeleted(BaseModel):
+    success: bool
+    id: str
+    members_removed: int
+
+
+class Membership(BaseModel):
+    status: str = Field(description="confirmed or unconfirmed")
+    joined_at: datetime
+    confirmed_at: datetime | None
+
+
+class ListMemberOut(ContactOut):
+    membership: Membership
+
+
+class ListMemberPage(BaseModel):
+    contacts: list[ListMemberOut]
+    pagination: Pagination
+
+
+class AddMembers(BaseModel):
+    contact_ids: list[object] | None = Field(
+        None, description="Contact ids (up to 1,000); non-strings are ignored."
+    )
+
+
+class MembersAdded(BaseModel):
+    added: int
+    already_member: int
+    skipped_not_subscribed: int
+    not_found: int
+    membership: str = Field(description="confirmed or unconfirmed: how new members joined.")
+
+
+class Success(BaseModel):
+    success: bool

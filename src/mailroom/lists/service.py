@@ -1,0 +1,307 @@
+"""Lists and their members. A member is `confirmed`, or `unconfirmed` on a double opt-in list
+(every list of a Free-plan workspace behaves as double opt-in) until the person confirms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+
+from mailroom.contacts import service as contacts
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
+from mailroom.core.pagination import PageParams
+from mailroom.core.text import fold
+from mailroom.custom_fields import service as custom_fields
+from mailroom.db import insert_ignoring_conflicts
+from mailroom.events import service as events
+from mailroom.models import Contact, ListMember, MailingList
+
+MAX_NAME = 100
+MAX_DESCRIPTION = 500
+MAX_IDS = 1000
+
+
+def _name(value: Any) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ApiError(400, "name is required")
+    if not isinstance(value, str):
+        raise ApiError(400, "name must be a string")
+    name = " ".join(value.split())
+    if len(name) > MAX_NAME:
+        raise ApiError(400, f"name must be {MAX_NAME} characters or fewer")
+    return name
+
+
+def _description(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ApiError(400, "description must be a string")
+    if len(value) > MAX_DESCRIPTION:
+        raise ApiError(400, f"description must be {MAX_DESCRIPTION} characters or fewer")
+    return value.strip()
+
+
+def effective_double_opt_in(ctx: Context, mailing_list: MailingList) -> bool:
+    return mailing_list.double_opt_in or ctx.principal.plan.double_opt_in_everywhere
+
+
+async def get_list(ctx: Context, list_id: str) -> MailingList:
+    found: MailingList | None = await ctx.session.scalar(
+        select(MailingList).where(
+            MailingList.id == list_id, MailingList.workspace_id == ctx.workspace_id
+        )
+    )
+    if found is None:
+        raise ApiError(404, "List not found")
+    return found
+
+
+async def _ensure_unique(ctx: Context, name: str, except_id: str | None = None) -> None:
+    existing = await ctx.session.scalar(
+        select(MailingList).where(
+            MailingList.workspace_id == ctx.workspace_id, MailingList.name_key == fold(name)
+        )
+    )
+    if existing is not None and existing.id != except_id:
+        raise ApiError(409, "A list with this name already exists", id=existing.id)
+
+
+async def create_list(ctx: Context, body: dict[str, Any]) -> MailingList:
+    name = _name(body.get("name"))
+    await _ensure_unique(ctx, name)
+    now = utcnow()
+    mailing_list = MailingList(
+        workspace_id=ctx.workspace_id,
+        name=name,
+        name_key=fold(name),
+        description=_description(body.get("description")),
+        double_opt_in=bool(body.get("double_opt_in") or False),
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(mailing_list)
+    try:
+        await ctx.session.flush()
+    except IntegrityError:
+        raise ApiError(409, "A list with this name already exists") from None
+    return mailing_list
+
+
+async def update_list(ctx: Context, list_id: str, body: dict[str, Any]) -> MailingList:
+    mailing_list = await get_list(ctx, list_id)
+    if not body:
+        raise ApiError(400, "No updatable fields provided")
+    if "name" in body:
+        name = _name(body["name"])
+        await _ensure_unique(ctx, name, except_id=mailing_list.id)
+        mailing_list.name, mailing_list.name_key = name, fold(name)
+    if "description" in body:
+        mailing_list.description = _description(body["description"])
+    if "double_opt_in" in body:
+        if not isinstance(body["double_opt_in"], bool):
+            raise ApiError(400, "double_opt_in must be true or false")
+        mailing_list.double_opt_in = body["double_opt_in"]
+    mailing_list.updated_at = utcnow()
+    return mailing_list
+
+
+async def delete_list(ctx: Context, list_id: str) -> int:
+    mailing_list = await get_list(ctx, list_id)
+    result = await ctx.session.execute(
+        delete(ListMember).where(ListMember.list_id == mailing_list.id)
+    )
+    await ctx.session.execute(delete(MailingList).where(MailingList.id == mailing_list.id))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def member_counts(ctx: Context, list_ids: list[str]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {
+        lid: {"confirmed": 0, "unconfirmed": 0} for lid in list_ids
+    }
+    if not list_ids:
+        return counts
+    rows = await ctx.session.execute(
+        select(ListMember.list_id, ListMember.status, func.count())
+        .where(ListMember.workspace_id == ctx.workspace_id, ListMember.list_id.in_(list_ids))
+        .group_by(ListMember.list_id, ListMember.status)
+    )
+    for list_id, status, count in rows.all():
+        counts[list_id][status] = int(count)
+    return counts
+
+
+def as_dict(ctx: Context, mailing_list: MailingList, counts: dict[str, int]) -> dict[str, Any]:
+    return {
+        "id": mailing_list.id,
+        "name": mailing_list.name,
+        "description": mailing_list.description,
+        "double_opt_in": mailing_list.double_opt_in,
+        "effective_double_opt_in": effective_double_opt_in(ctx, mailing_list),
+        "member_count": counts.get("confirmed", 0) + counts.get("unconfirmed", 0),
+        "confirmed_count": counts.get("confirmed", 0),
+        "unconfirmed_count": counts.get("unconfirmed", 0),
+        "created_at": mailing_list.created_at,
+        "updated_at": mailing_list.updated_at,
+    }
+
+
+async def list_lists(ctx: Context, page: PageParams) -> tuple[list[MailingList], int]:
+    where = MailingList.workspace_id == ctx.workspace_id
+    total = int(await ctx.session.scalar(select(func.count()).where(where)) or 0)
+    rows = await ctx.session.scalars(
+        select(MailingList)
+        .where(where)
+        .order_by(MailingList.name_key, MailingList.id)
+        .offset(page.offset)
+        .limit(page.limit)
+    )
+    return list(rows.all()), total
+
+
+# ---------------------------------------------------------------- members
+
+
+def clean_ids(raw: Any, field: str = "contact_ids") -> list[str]:
+    """Ids as given: non-strings dropped, duplicates folded."""
+    if not isinstance(raw, list):
+        raise ApiError(400, f"{field} array is required")
+    return list(dict.fromkeys(i.strip() for i in raw if isinstance(i, str) and i.strip()))
+
+
+@dataclass
+class MembershipChange:
+    added: int = 0
+    already_member: int = 0
+    skipped_not_subscribed: int = 0
+    membership: str = "confirmed"
+    not_found: int = 0
+
+
+async def add_members(ctx: Context, list_id: str, raw_ids: Any) -> MembershipChange:
+    """Subscribed contacts join: confirmed on a single opt-in list (fires
+    `contact.list_joined`), unconfirmed on a double opt-in one. No email is sent here."""
+    contact_ids = clean_ids(raw_ids)
+    if not contact_ids:
+        raise ApiError(400, "No valid contact IDs provided")
+    mailing_list = await get_list(ctx, list_id)
+    if len(contact_ids) > MAX_IDS:
+        raise ApiError(400, f"contact_ids may have at most {MAX_IDS} ids")
+    found = list(
+        (
+            await ctx.session.scalars(
+                select(Contact).where(
+                    Contact.workspace_id == ctx.workspace_id, Contact.id.in_(contact_ids)
+                )
+            )
+        ).all()
+    )
+    if not found:
+        raise ApiError(404, "Contact not found")
+    confirmed = not effective_double_opt_in(ctx, mailing_list)
+    result = MembershipChange(
+        membership="confirmed" if confirmed else "unconfirmed",
+        not_found=len(contact_ids) - len(found),
+    )
+    now = utcnow()
+    existing = set(
+        (
+            await ctx.session.scalars(
+                select(ListMember.contact_id).where(
+                    ListMember.list_id == mailing_list.id,
+                    ListMember.contact_id.in_([c.id for c in found]),
+                )
+            )
+        ).all()
+    )
+    for contact in found:
+        if contact.id in existing:
+            result.already_member += 1
+            continue
+        if contact.status != "subscribed":
+            result.skipped_not_subscribed += 1
+            continue
+        inserted = await ctx.session.scalar(
+            insert_ignoring_conflicts(ctx.session, ListMember)
+            .values(
+                list_id=mailing_list.id,
+                contact_id=contact.id,
+                workspace_id=ctx.workspace_id,
+                status="confirmed" if confirmed else "unconfirmed",
+                created_at=now,
+                confirmed_at=now if confirmed else None,
+            )
+            .returning(ListMember.contact_id)
+        )
+        if inserted is None:  # joined meanwhile by a concurrent request
+            result.already_member += 1
+            continue
+        result.added += 1
+        if confirmed:
+            await events.emit_contact_event(
+                ctx,
+                "contact.list_joined",
+                contact,
+                extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
+                list_id=mailing_list.id,
+            )
+    await ctx.session.flush()
+    return result
+
+
+async def remove_member(ctx: Context, list_id: str, contact_id: str) -> None:
+    mailing_list = await get_list(ctx, list_id)
+    contact = await contacts.get_contact(ctx, contact_id)
+    removed = await ctx.session.scalar(
+        delete(ListMember)
+        .where(ListMember.list_id == mailing_list.id, ListMember.contact_id == contact.id)
+        .returning(ListMember.contact_id)
+    )
+    if removed is None:  # not a member, or removed by a concurrent request
+        raise ApiError(404, "This contact is not on the list")
+    await events.emit_contact_event(
+        ctx,
+        "contact.list_left",
+        contact,
+        extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
+        list_id=mailing_list.id,
+    )
+
+
+async def list_members(
+    ctx: Context, list_id: str, page: PageParams, status: str | None
+) -> tuple[list[dict[str, Any]], int]:
+    mailing_list = await get_list(ctx, list_id)
+    if status not in (None, "", "confirmed", "unconfirmed"):
+        raise ApiError(400, "status must be one of confirmed, unconfirmed")
+    where = [ListMember.list_id == mailing_list.id]
+    if status:
+        where.append(ListMember.status == status)
+    total = int(
+        await ctx.session.scalar(select(func.count()).select_from(ListMember).where(*where)) or 0
+    )
+    rows = await ctx.session.execute(
+        select(Contact, ListMember)
+        .join(ListMember, ListMember.contact_id == Contact.id)
+        .where(*where)
+        .order_by(ListMember.created_at.desc(), Contact.id.desc())
+        .offset(page.offset)
+        .limit(page.limit)
+    )
+    fields = await custom_fields.registry(ctx)
+    members = [
+        {
+            **contacts.to_dict(contact, fields),
+            "membership": {
+                "status": member.status,
+                "joined_at": member.created_at,
+                "confirmed_at": member.confirmed_at,
+            },
+        }
+        for contact, member in rows.all()
+    ]
+    return members, total

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from mailroom.core.pagination import Pagination
+
+
+class ByReason(BaseModel):
+    unsubscribed: int
+    bounced: int
+    complained: int
+    deleted: int
+
+
+class SuppressionSummary(BaseModel):
+    count: int
+    by_reason: ByReason
+
+
+class AddressCheck(BaseModel):
+    email: str
+    suppressed: bool
+    reason: str | None
+    source: str | None
+    added_at: datetime | None
+    liftable: bool
+
+
+class ContactRef(BaseModel):
+    id: str
+    email: str
+    status: str
+
+
+class SuppressionRow(BaseModel):
+    email_hash: str
+    reason: str
+    source: str
+    created_at: datetime
+    email_masked: str | None
+    email_domain: str | None
+    contact: ContactRef | None
+    liftable: bool
+
+
+class SuppressionPage(BaseModel):
+    suppressions: list[SuppressionRow]
+    pagination: Pagination
+    details_available: bool
+
+
+class ImportByReason(BaseModel):
+    unsubscribed: int
+    bounced: int
+    complained: int
+
+
+class SuppressionImportResult(BaseModel):
+    received: int
+    added: int
+    upgraded: int
+    unchanged: int
+    invalid: int
+    contacts_updated: int
+    by_reason: ImportByReason
+
+
+class LiftRequest(BaseModel):
+    email: str | None = Field(None, description="The address, or:")
+    email_hash: str | None = Field(None, description="its hash as shown in the list.")
+
+
+class LiftResult(BaseModel):
+    lifted: bool
+    reason: str
+
+
+IMPORT_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["entries"],
+                "properties": {
+                    "reason": {
+                        "type": "string",
+                        "description": "Default reason: unsubscribed (default), bounced or "
+                        "complained (aliases such as cleaned, spam, opted out are understood).",
+                    },
+                    "entries": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 5000,
+                        "description": "Addresses, as strings or objects {email, reason}.",
+                        "items": {
+                            "anyOf": [
+                                {"type": "string"},
+                                {
+                                    "type": "object",
+                                    "properties": {
+                                        "email": {"type": "string"},
+                                        "reason": {"type": "string"},
+                                    },
+                                    "required": ["email"],
+                                },
+                            ]
+                        },
+                    },
+                },
+            }
+        },
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "CSV up to 5 MB: header `email` (optional `reason`), "
+                        "or one address per line.",
+                    },
+                    "reason": {"type": "string", "description": "Default reason."},
+                },
+            }
+        },
+    },
+}

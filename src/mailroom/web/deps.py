@@ -1,0 +1,121 @@
+"""Dependencies every router shares: the request's unit of work, pagination, audit target."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, MutableMapping
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailroom.audit import service as audit_service
+from mailroom.core.auth import Principal, require
+from mailroom.core.context import Context
+from mailroom.core.pagination import PageParams
+from mailroom.db import Database
+from mailroom.settings import Settings
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def get_db(request: Request) -> Database:
+    db: Database = request.app.state.db
+    return db
+
+
+def get_settings_dep(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def operation_of(scope: MutableMapping[str, Any]) -> str:
+    """The operation id of the route that served `scope` (ids are handler names, see app.py);
+    for a method the route does not serve, `METHOD path`."""
+    route = scope.get("route")
+    methods = getattr(route, "methods", None) or ()
+    if route is None or scope.get("method") not in methods:
+        return f"{scope.get('method')} {scope.get('path')}"
+    return str(getattr(route, "name", None) or "unknown")
+
+
+def set_audit_target(request: Request, target_id: str | None) -> None:
+    """Name the row a write acted on, when the path does not (e.g. a create)."""
+    request.state.audit_target = target_id
+
+
+def _audit_target(request: Request) -> str | None:
+    explicit = getattr(request.state, "audit_target", None)
+    if explicit:
+        return str(explicit)
+    params = request.path_params
+    for name in ("id", "key", "tag_id", "tagId"):
+        if name in params:
+            return str(params[name])
+    return str(next(iter(params.values()))) if params else None
+
+
+async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
+    """One session per request, committed once at the end of a successful write.
+
+    A successful key-authenticated write gets its audit entry in the same transaction as the
+    change (a crash cannot keep one without the other); refused writes are audited by the
+    middleware once the response status is known.
+    """
+    db = get_db(request)
+    write = request.method in WRITE_METHODS
+    async with db.session(write=write) as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        if not write:
+            await session.rollback()
+            return
+        principal = getattr(request.state, "principal", None)
+        if isinstance(principal, Principal):
+            route = request.scope.get("route")
+            session.add(
+                audit_service.new_entry(
+                    principal,
+                    operation=operation_of(request.scope),
+                    method=request.method,
+                    path=request.url.path,
+                    target_id=_audit_target(request),
+                    status=int(getattr(route, "status_code", None) or 200),
+                )
+            )
+        await session.commit()
+        request.state.audit_recorded = True
+
+
+# Function scope: the commit happens before the response is sent, so a client that got its
+# 201 can read the row back at once, and a failed commit is a 500, not a false success.
+Session = Annotated[AsyncSession, Depends(unit_of_work, scope="function")]
+
+
+def page_params(
+    page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1.")] = 1,
+    limit: Annotated[int, Query(ge=1, le=100, description="Items per page, 1-100.")] = 50,
+) -> PageParams:
+    return PageParams(page, limit)
+
+
+Paging = Annotated[PageParams, Depends(page_params)]
+
+
+def use(permission: str, *, admin: bool = False) -> Any:
+    """Route dependency giving the service `Context` (session, principal, settings) after
+    checking `permission` (and the admin role for people, with `admin`):
+    `ctx: Annotated[Context, use("contacts:write")]`."""
+    permission_dependency = require(permission, admin=admin)
+
+    async def dependency(
+        request: Request,
+        session: Session,
+        principal: Principal = permission_dependency,
+    ) -> Context:
+        return Context(session, principal, get_settings_dep(request))
+
+    dependency.permission = permission  # type: ignore[attr-defined]  # read by web.openapi
+    return Depends(dependency)

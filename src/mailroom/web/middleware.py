@@ -1,0 +1,114 @@
+"""Key authentication, the hourly write limit and the audit of writes, for every
+`/api/v1` request, before routing or body parsing (so a bad key is 401 whatever the body)."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mailroom.accounts import service as accounts_service
+from mailroom.audit import service as audit_service
+from mailroom.core.auth import UNAUTHORIZED, Principal
+from mailroom.db import Database
+from mailroom.ratelimits import service as ratelimits
+from mailroom.web.deps import WRITE_METHODS, operation_of
+
+log = logging.getLogger("mailroom.api")
+
+API_PREFIX = "/api/v1"
+WRITE_WINDOW_SECONDS = 3600
+
+
+def is_api_path(path: str) -> bool:
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+class ApiKeyMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not is_api_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        if "\x00" in scope["path"]:  # no id contains NUL: nothing is there
+            await JSONResponse({"error": "Not Found"}, status_code=404)(scope, receive, send)
+            return
+        if b"%00" in scope.get("query_string", b""):
+            await JSONResponse(
+                {"error": "Query parameters must not contain NUL characters"}, status_code=400
+            )(scope, receive, send)
+            return
+        db: Database = scope["app"].state.db
+        key = Headers(scope=scope).get("x-api-key")
+        async with db.session(write=False) as session:
+            check = await accounts_service.authenticate_key(session, key)
+        if check is None:
+            await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
+            return
+        principal = check.principal
+        if check.needs_touch and principal.key_id:
+            async with db.transaction() as session:
+                await accounts_service.touch_key(session, principal.key_id)
+        scope.setdefault("state", {})["principal"] = principal
+
+        is_write = scope["method"] in WRITE_METHODS
+        limit = principal.plan.writes_per_hour
+        if is_write and limit is not None:
+            async with db.transaction() as session:
+                decision = await ratelimits.hit(
+                    session,
+                    f"writes:{principal.workspace_id}",
+                    limit=limit,
+                    window_seconds=WRITE_WINDOW_SECONDS,
+                )
+            if not decision.allowed:
+                body = {
+                    "error": f"Hourly write limit reached ({limit} on the "
+                    f"{principal.plan.label} plan). Retry in {decision.retry_after} seconds."
+                }
+                headers = {"Retry-After": str(decision.retry_after)}
+                await JSONResponse(body, status_code=429, headers=headers)(scope, receive, send)
+                return
+
+        if not is_write:
+            await self.app(scope, receive, send)
+            return
+
+        status: dict[str, int] = {}
+
+        async def send_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        except Exception:
+            await self._audit(db, scope, principal, 500)
+            raise
+        # Writes that went through a unit of work were audited inside its transaction; this
+        # records the rest (refusals, and writes that touch no database row).
+        if not scope.get("state", {}).get("audit_recorded"):
+            await self._audit(db, scope, principal, status.get("code", 500))
+
+    async def _audit(self, db: Database, scope: Scope, principal: Principal, code: int) -> None:
+        try:
+            path_params = scope.get("path_params") or {}
+            target = next(iter(path_params.values()), None)
+            async with db.transaction() as session:
+                session.add(
+                    audit_service.new_entry(
+                        principal,
+                        operation=operation_of(scope),
+                        method=scope["method"],
+                        path=scope["path"],
+                        target_id=str(target) if target is not None else None,
+                        status=code,
+                    )
+                )
+        except Exception:  # an audit hiccup must not turn a 4xx into a 500
+            log.exception("could not record audit entry")

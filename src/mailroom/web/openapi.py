@@ -1,0 +1,119 @@
+"""The OpenAPI 3.1 document: error responses in our shape, auth and limits on every operation.
+
+Routes declare their own domain errors with `errors(404, 409)`; this module adds what holds for
+every `/api/v1` operation (401, 403, 429 on writes, 400 for validation), replaces FastAPI's
+422 validation schema (we answer 400), and records each operation's permission as
+`x-permission` so agents (MCP) and people can see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute, iter_route_contexts
+from pydantic import BaseModel, ConfigDict
+
+from mailroom import API_VERSION
+
+
+class ErrorBody(BaseModel):
+    """Every error: a message, plus named extras on some (`violations`, `reason`, ...)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": True})
+    error: str
+
+
+DESCRIPTIONS = {
+    400: "Validation problem in the request",
+    401: "Missing, malformed, unknown or revoked API key",
+    403: "Missing permission, or a plan limit",
+    404: "Not found in this workspace",
+    409: "Conflict with the current state",
+    413: "Body or upload over its size limit",
+    415: "Unsupported media type",
+    422: "The target must change first",
+    429: "Rate limited; see Retry-After",
+    500: "Unexpected failure",
+    503: "Temporarily unavailable",
+}
+
+
+def errors(*codes: int, **described: str) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a route: each code answers `ErrorBody`; `described` overrides text,
+    e.g. `errors(404, e409="Contact already has this tag")`."""
+    responses: dict[int | str, dict[str, Any]] = {}
+    for code in codes:
+        text = described.get(f"e{code}", DESCRIPTIONS.get(code, "Error"))
+        responses[code] = {"model": ErrorBody, "description": text}
+    return responses
+
+
+ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+
+
+def _error_response(code: int) -> dict[str, Any]:
+    return {
+        "description": DESCRIPTIONS[code],
+        "content": {"application/json": {"schema": ERROR_REF}},
+    }
+
+
+def api_routes(app: FastAPI) -> Iterator[Any]:
+    """Every API route as served (path with its router's prefix), included routers flattened."""
+    for context in iter_route_contexts(app.routes):
+        if isinstance(context.original_route, APIRoute):
+            yield context
+
+
+def _permissions_by_operation(app: FastAPI) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for route in api_routes(app):
+        for dependency in route.dependant.dependencies:
+            permission = getattr(dependency.call, "permission", None)
+            if permission:
+                found[route.name] = permission
+    return found
+
+
+def build_openapi(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title,
+        version=API_VERSION,
+        description=app.description,
+        routes=app.routes,
+        tags=app.openapi_tags,
+    )
+    components = schema.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    schemas["ErrorBody"] = ErrorBody.model_json_schema()
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    permissions = _permissions_by_operation(app)
+    for path, operations in schema.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            auto_422 = responses.get("422", {})
+            if "HTTPValidationError" in str(auto_422):
+                del responses["422"]
+                responses.setdefault("400", _error_response(400))
+            if not path.startswith("/api/v1"):
+                continue
+            responses.setdefault("401", _error_response(401))
+            permission = permissions.get(operation.get("operationId", ""))
+            if permission:
+                operation["x-permission"] = permission
+                responses.setdefault("403", _error_response(403))
+                note = f"Requires the `{permission}` permission."
+                description = operation.get("description", "")
+                if note not in description:
+                    operation["description"] = f"{description}\n\n{note}".strip()
+            if method.upper() in {"POST", "PUT", "PATCH", "DELETE"}:
+                responses.setdefault("429", _error_response(429))
+            operation["responses"] = dict(sorted(responses.items()))
+    app.openapi_schema = schema
+    return schema

@@ -1,0 +1,507 @@
+"""Spec, "What the service does" and Errors: a key can never read or write another workspace;
+cross-workspace ids are 404 (never data, never a change), listings never show another
+workspace's rows.
+
+`CASES` is the table of every `/api/v1` route that takes an id. `test_every_id_route_is_covered`
+reads the routes from /openapi.json, so a new route without a row here fails the suite.
+Placeholders in a case's path and body: `{a_contact}`, `{a_tag}`, `{a_list}`, `{a_key}` (rows of
+the victim workspace A) and `{b_contact}`, `{b_tag}`, `{b_list}` (rows of the caller's own
+workspace B).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from mailroom.models import Event
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    method: str
+    route: str  # the OpenAPI path template the case exercises
+    path: str
+    error: str
+    body: Any = None
+
+
+C, T, L, K = "Contact not found", "Tag not found", "List not found", "Custom field not found"
+W = "Webhook not found"
+M = "Image not found"
+PIXEL = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
+    b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
+    b"\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+
+CASES = [
+    # contacts
+    Case("get-contact", "GET", "/api/v1/contacts/{id}", "/api/v1/contacts/{a_contact}", C),
+    Case(
+        "patch-contact",
+        "PATCH",
+        "/api/v1/contacts/{id}",
+        "/api/v1/contacts/{a_contact}",
+        C,
+        {"first_name": "Hacked", "status": "unsubscribed"},
+    ),
+    Case("delete-contact", "DELETE", "/api/v1/contacts/{id}", "/api/v1/contacts/{a_contact}", C),
+    Case(
+        "erase-contact",
+        "DELETE",
+        "/api/v1/contacts/{id}",
+        "/api/v1/contacts/{a_contact}?mode=erase",
+        C,
+    ),
+    # tags on a contact
+    Case(
+        "get-contact-tags",
+        "GET",
+        "/api/v1/contacts/{id}/tags",
+        "/api/v1/contacts/{a_contact}/tags",
+        C,
+    ),
+    Case(
+        "tag-foreign-contact-with-own-tag",
+        "POST",
+        "/api/v1/contacts/{id}/tags",
+        "/api/v1/contacts/{a_contact}/tags",
+        C,
+        {"tag_id": "{b_tag}"},
+    ),
+    Case(
+        "tag-foreign-contact-with-foreign-tag",
+        "POST",
+        "/api/v1/contacts/{id}/tags",
+        "/api/v1/contacts/{a_contact}/tags",
+        C,
+        {"tag_id": "{a_tag}"},
+    ),
+    Case(
+        "tag-own-contact-with-foreign-tag",
+        "POST",
+        "/api/v1/contacts/{id}/tags",
+        "/api/v1/contacts/{b_contact}/tags",
+        T,
+        {"tag_id": "{a_tag}"},
+    ),
+    Case(
+        "untag-foreign-contact-foreign-tag",
+        "DELETE",
+        "/api/v1/contacts/{id}/tags/{tagId}",
+        "/api/v1/contacts/{a_contact}/tags/{a_tag}",
+        C,
+    ),
+    Case(
+        "untag-foreign-contact-own-tag",
+        "DELETE",
+        "/api/v1/contacts/{id}/tags/{tagId}",
+        "/api/v1/contacts/{a_contact}/tags/{b_tag}",
+        C,
+    ),
+    Case(
+        "untag-own-contact-foreign-tag",
+        "DELETE",
+        "/api/v1/contacts/{id}/tags/{tagId}",
+        "/api/v1/contacts/{b_contact}/tags/{a_tag}",
+        T,
+    ),
+    # tags
+    Case("get-tag", "GET", "/api/v1/tags/{id}", "/api/v1/tags/{a_tag}", T),
+    Case(
+        "patch-tag",
+        "PATCH",
+        "/api/v1/tags/{id}",
+        "/api/v1/tags/{a_tag}",
+        T,
+        {"name": "Hacked", "color": "#000000"},
+    ),
+    Case("delete-tag", "DELETE", "/api/v1/tags/{id}", "/api/v1/tags/{a_tag}", T),
+    # lists
+    Case("get-list", "GET", "/api/v1/lists/{id}", "/api/v1/lists/{a_list}", L),
+    Case(
+        "patch-list",
+        "PATCH",
+        "/api/v1/lists/{id}",
+        "/api/v1/lists/{a_list}",
+        L,
+        {"name": "Hacked", "double_opt_in": True},
+    ),
+    Case("delete-list", "DELETE", "/api/v1/lists/{id}", "/api/v1/lists/{a_list}", L),
+    Case(
+        "get-list-contacts",
+        "GET",
+        "/api/v1/lists/{id}/contacts",
+        "/api/v1/lists/{a_list}/contacts",
+        L,
+    ),
+    Case(
+        "add-own-contact-to-foreign-list",
+        "POST",
+        "/api/v1/lists/{id}/contacts",
+        "/api/v1/lists/{a_list}/contacts",
+        L,
+        {"contact_ids": ["{b_contact}"]},
+    ),
+    Case(
+        "add-foreign-contact-to-own-list",
+        "POST",
+        "/api/v1/lists/{id}/contacts",
+        "/api/v1/lists/{b_list}/contacts",
+        C,
+        {"contact_ids": ["{a_contact}"]},
+    ),
+    Case(
+        "remove-foreign-contact-from-foreign-list",
+        "DELETE",
+        "/api/v1/lists/{id}/contacts/{contact_id}",
+        "/api/v1/lists/{a_list}/contacts/{a_contact}",
+        L,
+    ),
+    Case(
+        "remove-foreign-contact-from-own-list",
+        "DELETE",
+        "/api/v1/lists/{id}/contacts/{contact_id}",
+        "/api/v1/lists/{b_list}/contacts/{a_contact}",
+        C,
+    ),
+    Case(
+        "remove-own-contact-from-foreign-list",
+        "DELETE",
+        "/api/v1/lists/{id}/contacts/{contact_id}",
+        "/api/v1/lists/{a_list}/contacts/{b_contact}",
+        L,
+    ),
+    # custom fields
+    Case(
+        "patch-custom-field",
+        "PATCH",
+        "/api/v1/custom-fields/{key}",
+        "/api/v1/custom-fields/{a_key}",
+        K,
+        {"label": "Hacked", "type": "number", "confirm_violations": True},
+    ),
+    Case(
+        "delete-custom-field",
+        "DELETE",
+        "/api/v1/custom-fields/{key}",
+        "/api/v1/custom-fields/{a_key}",
+        K,
+    ),
+    # media
+    Case("delete-media", "DELETE", "/api/v1/media/{id}", "/api/v1/media/{a_media}", M),
+    # webhooks
+    Case(
+        "patch-webhook",
+        "PATCH",
+        "/api/v1/webhooks/{id}",
+        "/api/v1/webhooks/{a_hook}",
+        W,
+        {"enabled": False, "description": "Hacked"},
+    ),
+    Case("delete-webhook", "DELETE", "/api/v1/webhooks/{id}", "/api/v1/webhooks/{a_hook}", W),
+    Case(
+        "rotate-webhook-secret",
+        "POST",
+        "/api/v1/webhooks/{id}/rotate-secret",
+        "/api/v1/webhooks/{a_hook}/rotate-secret",
+        W,
+    ),
+    Case(
+        "webhook-deliveries",
+        "GET",
+        "/api/v1/webhooks/{id}/deliveries",
+        "/api/v1/webhooks/{a_hook}/deliveries",
+        W,
+    ),
+    Case(
+        "test-webhook",
+        "POST",
+        "/api/v1/webhooks/{id}/test",
+        "/api/v1/webhooks/{a_hook}/test",
+        W,
+        {"event": "contact.created"},
+    ),
+]
+
+
+@dataclass
+class World:
+    a: Any
+    b: Any
+    ids: dict[str, str]
+    secrets: list[str]  # values of A that must never reach B
+
+
+async def _ok(response, status=200):
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+@pytest.fixture
+async def world(client, factory) -> World:
+    a = await factory.workspace("pro", name="Victim")
+    b = await factory.workspace("pro", name="Intruder")
+    a_contact = (
+        await _ok(
+            await client.post(
+                "/api/v1/contacts",
+                json={
+                    "email": "victim@mailtest.io",
+                    "first_name": "Vicky",
+                    "custom_fields": {"plan": "gold"},
+                },
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["contact"]
+    a_tag = (
+        await _ok(
+            await client.post("/api/v1/tags", json={"name": "Secret VIP"}, headers=a.headers), 201
+        )
+    )["tag"]
+    a_list = (
+        await _ok(
+            await client.post("/api/v1/lists", json={"name": "Secret list"}, headers=a.headers),
+            201,
+        )
+    )["list"]
+    await _ok(
+        await client.post(
+            f"/api/v1/contacts/{a_contact['id']}/tags",
+            json={"tag_id": a_tag["id"]},
+            headers=a.headers,
+        ),
+        201,
+    )
+    await _ok(
+        await client.post(
+            f"/api/v1/lists/{a_list['id']}/contacts",
+            json={"contact_ids": [a_contact["id"]]},
+            headers=a.headers,
+        )
+    )
+    b_contact = (
+        await _ok(
+            await client.post(
+                "/api/v1/contacts", json={"email": "own@mailtest.io"}, headers=b.headers
+            ),
+            201,
+        )
+    )["contact"]
+    b_tag = (
+        await _ok(await client.post("/api/v1/tags", json={"name": "Own"}, headers=b.headers), 201)
+    )["tag"]
+    b_list = (
+        await _ok(
+            await client.post("/api/v1/lists", json={"name": "Own list"}, headers=b.headers), 201
+        )
+    )["list"]
+    await _ok(
+        await client.post(
+            f"/api/v1/contacts/{b_contact['id']}/tags",
+            json={"tag_id": b_tag["id"]},
+            headers=b.headers,
+        ),
+        201,
+    )
+    a_hook = (await _ok(await client.get("/api/v1/webhooks", headers=a.headers)))["webhooks"][0]
+    a_media = (
+        await _ok(
+            await client.post(
+                "/api/v1/media",
+                files={"file": ("secret.png", PIXEL, "image/png")},
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["file"]
+    ids = {
+        "a_hook": a_hook["id"],
+        "a_media": a_media["id"],
+        "a_contact": a_contact["id"],
+        "a_tag": a_tag["id"],
+        "a_list": a_list["id"],
+        "a_key": "plan",
+        "b_contact": b_contact["id"],
+        "b_tag": b_tag["id"],
+        "b_list": b_list["id"],
+    }
+    secrets = [a_contact["id"], a_tag["id"], a_list["id"], "victim@mailtest.io", "Vicky", "gold"]
+    secrets += ["Secret VIP", "Secret list", a.workspace_id, "whsec_recorder", a_hook["url"]]
+    return World(a, b, ids, secrets)
+
+
+def _fill(value: Any, ids: dict[str, str]) -> Any:
+    if value is None:
+        return None
+    text = json.dumps(value) if not isinstance(value, str) else value
+    for name, real in ids.items():
+        text = text.replace("{" + name + "}", real)
+    return json.loads(text) if not isinstance(value, str) else text
+
+
+async def _state(client, db, world: World) -> dict[str, Any]:
+    """Everything A's own key can see about A's rows, plus both workspaces' event counts."""
+    a, ids = world.a.headers, world.ids
+    reads = {
+        "contact": f"/api/v1/contacts/{ids['a_contact']}",
+        "contact_tags": f"/api/v1/contacts/{ids['a_contact']}/tags",
+        "tag": f"/api/v1/tags/{ids['a_tag']}",
+        "list": f"/api/v1/lists/{ids['a_list']}",
+        "members": f"/api/v1/lists/{ids['a_list']}/contacts",
+        "fields": "/api/v1/custom-fields",
+        "contacts": "/api/v1/contacts",
+        "tags": "/api/v1/tags",
+        "lists": "/api/v1/lists",
+        "webhooks": "/api/v1/webhooks",
+        "hook_deliveries": f"/api/v1/webhooks/{ids['a_hook']}/deliveries",
+        "media": "/api/v1/media",
+    }
+    state: dict[str, Any] = {}
+    for name, path in reads.items():
+        response = await client.get(path, headers=a)
+        state[name] = (response.status_code, response.json())
+    b_members = await client.get(f"/api/v1/lists/{ids['b_list']}/contacts", headers=world.b.headers)
+    state["b_members"] = b_members.json()["pagination"]["total"]
+    async with db.session() as session:
+        for key, ws in (("a_events", world.a), ("b_events", world.b)):
+            state[key] = await session.scalar(
+                select(func.count()).select_from(Event).where(Event.workspace_id == ws.workspace_id)
+            )
+    return state
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
+async def test_foreign_id_is_404_without_data_or_change(client, db, world, case):
+    before = await _state(client, db, world)
+    assert all(status == 200 for status, _ in (v for v in before.values() if isinstance(v, tuple)))
+
+    response = await client.request(
+        case.method,
+        _fill(case.path, world.ids),
+        json=_fill(case.body, world.ids),
+        headers=world.b.headers,
+    )
+    assert response.status_code == 404, response.text
+    assert response.json() == {"error": case.error}
+    for secret in world.secrets:
+        assert secret not in response.text
+
+    assert await _state(client, db, world) == before
+
+
+async def test_every_id_route_is_covered(client):
+    doc = (await client.get("/openapi.json")).json()
+    routes = {
+        (method.upper(), path)
+        for path, operations in doc["paths"].items()
+        if path.startswith("/api/v1/") and "{" in path
+        for method in operations
+        if method in {"get", "post", "put", "patch", "delete"}
+    }
+    covered = {(c.method, c.route) for c in CASES}
+    assert routes - covered == set(), "routes with an id but no isolation case"
+    assert covered - routes == set(), "isolation cases for routes that no longer exist"
+
+
+async def test_listings_never_show_another_workspace(client, world):
+    b, ids = world.b.headers, world.ids
+
+    async def get(path, **params):
+        response = await client.get(path, params=params, headers=b)
+        assert response.status_code == 200, (path, params, response.text)
+        for secret in world.secrets:
+            assert secret not in response.text, (path, params, secret)
+        return response.json()
+
+    contacts = await get("/api/v1/contacts")
+    assert [c["id"] for c in contacts["contacts"]] == [ids["b_contact"]]
+    assert contacts["pagination"]["total"] == 1
+    assert (await get("/api/v1/contacts", q="victim"))["contacts"] == []
+    assert (await get("/api/v1/contacts", tag=ids["a_tag"]))["contacts"] == []
+    assert (await get("/api/v1/contacts", list=ids["a_list"]))["contacts"] == []
+    assert (await get("/api/v1/contacts", list=ids["a_list"], tag=ids["a_tag"]))["contacts"] == []
+    assert [c["id"] for c in (await get("/api/v1/contacts", tag=ids["b_tag"]))["contacts"]] == [
+        ids["b_contact"]
+    ]
+
+    tags = await get("/api/v1/tags")
+    assert [t["id"] for t in tags["tags"]] == [ids["b_tag"]]
+    assert tags["tags"][0]["contact_count"] == 1
+    assert (await get("/api/v1/tags", q="secret"))["tags"] == []
+
+    lists = await get("/api/v1/lists")
+    assert [row["id"] for row in lists["lists"]] == [ids["b_list"]]
+    assert lists["pagination"]["total"] == 1
+
+    fields = await get("/api/v1/custom-fields")
+    assert [f["key"] for f in fields["fields"]] == []
+    assert fields["unregistered"] == [] and fields["unaddressable"] == []
+
+    own_tags = await get(f"/api/v1/contacts/{ids['b_contact']}/tags")
+    assert [t["id"] for t in own_tags["tags"]] == [ids["b_tag"]]
+    assert (await get(f"/api/v1/lists/{ids['b_list']}/contacts"))["contacts"] == []
+
+
+async def test_mixed_ids_only_touch_own_rows(client, db, world):
+    b, ids = world.b.headers, world.ids
+    response = await client.post(
+        f"/api/v1/lists/{ids['b_list']}/contacts",
+        json={"contact_ids": [ids["a_contact"], ids["b_contact"]]},
+        headers=b,
+    )
+    assert response.status_code == 200
+    assert response.json()["added"] == 1
+    for secret in world.secrets:
+        assert secret not in response.text
+    members = (await client.get(f"/api/v1/lists/{ids['b_list']}/contacts", headers=b)).json()
+    assert [c["id"] for c in members["contacts"]] == [ids["b_contact"]]
+    async with db.session() as session:
+        joined = (
+            await session.scalars(select(Event).where(Event.type == "contact.list_joined"))
+        ).all()
+    # A's own join (setup) plus B's own contact; nothing about A's contact in B.
+    assert sorted((e.workspace_id, e.data["contact"]["id"]) for e in joined) == sorted(
+        [(world.a.workspace_id, ids["a_contact"]), (world.b.workspace_id, ids["b_contact"])]
+    )
+
+
+async def test_names_are_unique_per_workspace_only(client, world):
+    b = world.b.headers
+    tag = await client.post("/api/v1/tags", json={"name": "secret vip"}, headers=b)
+    assert tag.status_code == 201
+    lst = await client.post("/api/v1/lists", json={"name": "SECRET LIST"}, headers=b)
+    assert lst.status_code == 201
+    renamed = await client.patch(
+        f"/api/v1/tags/{world.ids['b_tag']}", json={"name": "Secret VIP"}, headers=b
+    )
+    assert renamed.status_code == 409  # clashes with B's own new tag, not A's
+    own = await client.post("/api/v1/contacts", json={"email": "victim@mailtest.io"}, headers=b)
+    assert own.status_code == 201
+    assert own.json()["contact"]["id"] != world.ids["a_contact"]
+    a_tags = (await client.get("/api/v1/tags", headers=world.a.headers)).json()["tags"]
+    assert [t["name"] for t in a_tags] == ["Secret VIP"]
+
+
+async def test_same_custom_field_key_in_both_workspaces_stays_separate(client, world):
+    b = world.b.headers
+    created = await client.post(
+        "/api/v1/custom-fields", json={"key": "plan", "type": "number"}, headers=b
+    )
+    assert created.status_code == 201, created.text
+    deleted = await client.delete("/api/v1/custom-fields/plan", headers=b)
+    assert deleted.status_code == 200
+    a_fields = (await client.get("/api/v1/custom-fields", headers=world.a.headers)).json()
+    assert [(f["key"], f["type"]) for f in a_fields["fields"]] == [("plan", "text")]
+    a_contact = (
+        await client.get(f"/api/v1/contacts/{world.ids['a_contact']}", headers=world.a.headers)
+    ).json()["contact"]
+    assert a_contact["custom_fields"] == {"plan": "gold"}

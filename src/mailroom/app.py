@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from starlette.routing import Route
 
 from mailroom import API_VERSION
 from mailroom.accounts.api import router as account_router
@@ -17,6 +18,7 @@ from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.db import Database
 from mailroom.lists.api import router as lists_router
+from mailroom.mcp.server import MCP_PATH, McpHttpEndpoint
 from mailroom.media.api import public_router as media_public_router
 from mailroom.media.api import router as media_router
 from mailroom.settings import Settings, get_settings
@@ -66,7 +68,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
         if host:
             host.start()
         try:
-            yield
+            async with app.state.mcp.running():
+                yield
         finally:
             if host:
                 host.stop()
@@ -86,6 +89,9 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     app.add_middleware(ApiKeyMiddleware)
     for router in ROUTERS:
         app.include_router(router)
+    # Agents: the same operations as MCP tools (not an OpenAPI operation itself).
+    app.state.mcp = McpHttpEndpoint(app, settings.public_url)
+    app.router.routes.append(Route(MCP_PATH, app.state.mcp, methods=["GET", "POST", "DELETE"]))
 
     def openapi() -> dict[str, Any]:
         return build_openapi(app)

@@ -362,5 +362,37 @@ def import_contacts(
     )
 
 
+@app.command("mcp")
+def mcp_stdio() -> None:
+    """Serve the API's operations as MCP tools over stdin/stdout, for desktop agent clients.
+
+    The API key comes from the MAILROOM_API_KEY environment variable; every tool call runs with
+    it, with its permissions and its workspace. The same tools are served over HTTP at /mcp by
+    `mailroom serve` (send the key in the x-api-key header there). Webhook deliveries and other
+    background work need a running `mailroom serve` or `mailroom worker`.
+    """
+    # The tools are the whole API, so this command needs the app itself, not one service.
+    from mailroom.app import create_app
+    from mailroom.mcp.server import key_is_valid, serve_stdio
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    api_key = os.environ.get("MAILROOM_API_KEY", "").strip()
+    if not api_key:
+        _fail("Set MAILROOM_API_KEY to a workspace API key (mailroom admin create-key).")
+    settings = get_settings()
+
+    async def work() -> None:
+        await upgrade(settings.resolved_database_url)
+        api = create_app(settings)
+        try:
+            if not await key_is_valid(api.state.db, api_key):
+                _fail("MAILROOM_API_KEY is not a valid, unrevoked API key.")
+            await serve_stdio(api, api_key)
+        finally:
+            await api.state.db.dispose()
+
+    asyncio.run(work())
+
+
 def main() -> None:
     app()

@@ -1,0 +1,174 @@
+"""The MCP server: the generated tools over streamable HTTP (mounted at /mcp) and over stdio.
+
+HTTP: each request must carry a valid `x-api-key` (401 otherwise, listing tools included); a tool
+call runs with that key and no other. Stdio (`mailroom mcp`): the key comes from
+`MAILROOM_API_KEY`, for desktop agent clients that start the server as a child process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import mcp_types as types
+from fastapi import FastAPI
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from mailroom import __version__
+from mailroom.accounts import service as accounts_service
+from mailroom.core.auth import UNAUTHORIZED
+from mailroom.db import Database
+from mailroom.mcp.calls import call_tool, tool_error
+from mailroom.mcp.tools import Operation, build_operations
+
+log = logging.getLogger("mailroom.mcp")
+
+MCP_PATH = "/mcp"
+INSTRUCTIONS = """\
+Mailroom's API as tools: contacts, tags, lists, custom fields, suppressions, webhooks and hosted
+images of one workspace (the one your API key belongs to). Each tool is one API operation and
+answers its JSON; errors come back as the API's {"error": ...} text. Writes count toward the
+plan's hourly write limit.
+"""
+
+KeyOf = Callable[[ServerRequestContext[Any, Any]], str | None]
+
+
+class ToolBridge:
+    """The app's key-callable operations as tools, each call sent to the app in-process."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self._operations: dict[str, Operation] | None = None
+        self.client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, raise_app_exceptions=False),
+            base_url="http://mailroom.mcp",
+            timeout=httpx.Timeout(600.0),  # in-process; a 50k-row import takes seconds
+        )
+
+    @property
+    def operations(self) -> dict[str, Operation]:
+        # Built on first use: by then every router is included in the app.
+        if self._operations is None:
+            self._operations = build_operations(self.app.openapi())
+        return self._operations
+
+    def tools(self) -> list[types.Tool]:
+        return [op.tool for op in self.operations.values() if op.tool is not None]
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, api_key: str | None
+    ) -> types.CallToolResult:
+        op = self.operations.get(name)
+        if op is None:
+            return tool_error(f"Unknown tool: {name}")
+        if not api_key:
+            return tool_error(UNAUTHORIZED)
+        return await call_tool(self.client, op, arguments, api_key)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def build_server(bridge: ToolBridge, key_of: KeyOf) -> Server[Any]:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=bridge.tools())
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await bridge.call(params.name, params.arguments, key_of(ctx))
+
+    return Server(
+        "mailroom",
+        version=__version__,
+        title="Mailroom",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _header_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Only the key this HTTP request carried: never a default one."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    return headers.get("x-api-key") if headers is not None else None
+
+
+def transport_security(public_url: str) -> TransportSecuritySettings:
+    """Host/Origin checks against DNS rebinding: the public host plus loopback names."""
+    parts = urlsplit(public_url)
+    host = parts.hostname or "127.0.0.1"
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    hosts = {netloc, host, f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"}
+    hosts |= {"127.0.0.1", "localhost", "[::1]"}
+    origins = {f"{parts.scheme}://{netloc}", "http://127.0.0.1:*", "http://localhost:*"}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(hosts),
+        allowed_origins=sorted(origins),
+    )
+
+
+class McpHttpEndpoint:
+    """ASGI endpoint at /mcp: the key check, then the SDK's stateless streamable HTTP."""
+
+    def __init__(self, app: FastAPI, public_url: str) -> None:
+        self.bridge = ToolBridge(app)
+        self.server = build_server(self.bridge, _header_key)
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=True,
+            stateless=True,
+            security_settings=transport_security(public_url),
+        )
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run inside the parent app's lifespan (a mounted app's own lifespan never runs)."""
+        async with self.manager.run():
+            try:
+                yield
+            finally:
+                await self.bridge.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        db: Database = scope["app"].state.db
+        key = Headers(scope=scope).get("x-api-key")
+        async with db.session(write=False) as session:
+            check = await accounts_service.authenticate_key(session, key)
+        if check is None:
+            await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
+            return
+        await self.manager.handle_request(scope, receive, send)
+
+
+async def serve_stdio(app: FastAPI, api_key: str) -> None:
+    """Serve the tools over stdin/stdout with one key (from MAILROOM_API_KEY)."""
+    from mcp.server.stdio import stdio_server
+
+    bridge = ToolBridge(app)
+    server = build_server(bridge, lambda _ctx: api_key)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await bridge.aclose()
+
+
+async def key_is_valid(db: Database, api_key: str) -> bool:
+    async with db.session(write=False) as session:
+        return await accounts_service.authenticate_key(session, api_key) is not None

@@ -250,42 +250,45 @@ async def import_csv(
 
         report.imported = await bulk_insert(ctx.session, Contact, new_rows())
 
-        staged = []
         run = new_id()
-        for email, current in existing.items():
-            row = found[email]
-            ids[email] = current.id
-            status = current.status
-            if current.status == "subscribed" and row.status in escalated:
-                status = row.status
-                escalated[status].append(current.id)
-            first, last, source = current.first_name, current.last_name, current.source
-            if not options.skip_duplicates:
-                first, last = row.first_name or first, row.last_name or last
-                source = row.source or options.source
-            fields = {**current.custom_fields, **row.custom}
-            if (status, first, last, source, fields) == (
-                current.status,
-                current.first_name,
-                current.last_name,
-                current.source,
-                current.custom_fields,
-            ):
-                continue  # nothing to write: no new row version, no index churn
-            staged.append(
-                {
-                    "run_id": run,
-                    "contact_id": current.id,
-                    "first_name": first,
-                    "last_name": last,
-                    "source": source,
-                    "status": status,
-                    "unsubscribed_at": now if status != current.status else None,
-                    "custom_fields": fields,
-                    "search_text": search_text(email, first, last),
-                }
-            )
-        await writes.apply_staged(ctx, run, staged)
+
+        def staged_rows() -> Iterator[dict[str, Any]]:  # consumed in chunks by COPY
+            for email, current in existing.items():
+                row = found[email]
+                ids[email] = current.id
+                status = current.status
+                if current.status == "subscribed" and row.status in escalated:
+                    status = row.status
+                    escalated[status].append(current.id)
+                first, last, source = current.first_name, current.last_name, current.source
+                if not options.skip_duplicates:
+                    first, last = row.first_name or first, row.last_name or last
+                    source = row.source or options.source
+                stored_fields = current.custom_fields()
+                fields = {**stored_fields, **row.custom}
+                if (status, first, last, source, fields) == (
+                    current.status,
+                    current.first_name,
+                    current.last_name,
+                    current.source,
+                    stored_fields,
+                ):
+                    continue  # nothing to write: no new row version, no index churn
+                yield (
+                    {
+                        "run_id": run,
+                        "contact_id": current.id,
+                        "first_name": first,
+                        "last_name": last,
+                        "source": source,
+                        "status": status,
+                        "unsubscribed_at": now if status != current.status else None,
+                        "custom_fields": fields,
+                        "search_text": search_text(email, first, last),
+                    }
+                )
+
+        await writes.apply_staged(ctx, run, staged_rows())
         report.updated = len(existing)
 
         step("tags, lists and suppressions", 0, len(found))

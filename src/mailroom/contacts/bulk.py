@@ -23,6 +23,7 @@ from mailroom.contacts.selection import (
     narrow,
     release,
     select_contacts,
+    update_selected,
 )
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
@@ -156,14 +157,14 @@ async def _act(
     if action == "unsubscribe":
         return await _unsubscribe(ctx, selection, request.suppress, extra)
     if action == "archive":
-        changing = await narrow(ctx, selection, "c.status <> 'archived'")
-        extra.append(changing)
-        archived = await execute(
+        changing = await update_selected(
             ctx,
-            "UPDATE contacts SET previous_status = status, status = 'archived', "
-            f"updated_at = :now WHERE workspace_id = :ws AND {IN_SELECTION}",
-            run=changing.run_id,
+            selection,
+            "previous_status = status, status = 'archived', updated_at = :now",
+            "c.status <> 'archived'",
         )
+        extra.append(changing)
+        archived = changing.size
         return {
             "success": True,
             "archived": archived,
@@ -191,14 +192,14 @@ async def _act(
 async def _unsubscribe(
     ctx: Context, selection: Selection, suppress: bool, extra: list[Selection]
 ) -> dict[str, Any]:
-    changing = await narrow(ctx, selection, "c.status = 'subscribed'")
-    extra.append(changing)
-    unsubscribed = await execute(
+    changing = await update_selected(
         ctx,
-        "UPDATE contacts SET status = 'unsubscribed', unsubscribed_at = :now, updated_at = :now "
-        f"WHERE workspace_id = :ws AND {IN_SELECTION}",
-        run=changing.run_id,
+        selection,
+        "status = 'unsubscribed', unsubscribed_at = :now, updated_at = :now",
+        "c.status = 'subscribed'",
     )
+    extra.append(changing)
+    unsubscribed = changing.size
     await bulk_events.emit_for_selection(ctx, "contact.unsubscribed", changing.run_id)
     suppressed = 0
     if suppress:

@@ -83,6 +83,38 @@ async def narrow(ctx: Context, selection: Selection, predicate: str, **params: A
     return Selection(run_id, size, size)
 
 
+async def update_selected(
+    ctx: Context, selection: Selection, assignments: str, predicate: str
+) -> Selection:
+    """UPDATE the selected contacts for which `predicate` (fixed SQL on `c`) holds, with
+    `assignments` (may use `:now`); returns the changed ones as a new selection (for events).
+
+    PostgreSQL does both in one statement (the UPDATE's RETURNING feeds the new selection);
+    SQLite cannot put an UPDATE in a CTE, so it selects first, then updates that selection.
+    """
+    if ctx.dialect == "postgresql":
+        run_id = new_id()
+        size = await execute(
+            ctx,
+            f"WITH changed AS (UPDATE contacts AS c SET {assignments} "
+            "WHERE c.workspace_id = :ws AND c.id IN "
+            "(SELECT contact_id FROM bulk_selection WHERE run_id = :run) "
+            f"AND ({predicate}) RETURNING c.id) "
+            "INSERT INTO bulk_selection (run_id, contact_id) SELECT :new_run, id FROM changed",
+            run=selection.run_id,
+            new_run=run_id,
+        )
+        await refresh_statistics(ctx, size)
+        return Selection(run_id, size, size)
+    changing = await narrow(ctx, selection, predicate)
+    await execute(
+        ctx,
+        f"UPDATE contacts SET {assignments} WHERE workspace_id = :ws AND {IN_SELECTION}",
+        run=changing.run_id,
+    )
+    return changing
+
+
 async def refresh_statistics(ctx: Context, added: int) -> None:
     """PostgreSQL plans the next statements from statistics that still think the scratch table
     is empty; after a large fill, refresh them (milliseconds) rather than risk a nested loop."""

@@ -25,11 +25,11 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from mailroom import __version__
-from mailroom.accounts import service as accounts_service
 from mailroom.core.auth import UNAUTHORIZED
 from mailroom.db import Database
 from mailroom.mcp.calls import call_tool, tool_error
 from mailroom.mcp.tools import Operation, build_operations
+from mailroom.web.middleware import check_key
 
 log = logging.getLogger("mailroom.mcp")
 
@@ -146,10 +146,7 @@ class McpHttpEndpoint:
                 await self.bridge.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        db: Database = scope["app"].state.db
-        key = Headers(scope=scope).get("x-api-key")
-        async with db.session(write=False) as session:
-            check = await accounts_service.authenticate_key(session, key)
+        check = await check_key(scope["app"].state.db, Headers(scope=scope).get("x-api-key"))
         if check is None:
             await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
             return
@@ -170,5 +167,4 @@ async def serve_stdio(app: FastAPI, api_key: str) -> None:
 
 
 async def key_is_valid(db: Database, api_key: str) -> bool:
-    async with db.session(write=False) as session:
-        return await accounts_service.authenticate_key(session, api_key) is not None
+    return await check_key(db, api_key) is not None

@@ -22,6 +22,12 @@ API_PREFIX = "/api/v1"
 WRITE_WINDOW_SECONDS = 3600
 
 
+async def check_key(db: Database, key: str | None) -> accounts_service.KeyCheck | None:
+    """A request's key looked up in a short read transaction (for /api/v1 and /mcp alike)."""
+    async with db.session(write=False) as session:
+        return await accounts_service.authenticate_key(session, key)
+
+
 def is_api_path(path: str) -> bool:
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
 
@@ -43,9 +49,7 @@ class ApiKeyMiddleware:
             )(scope, receive, send)
             return
         db: Database = scope["app"].state.db
-        key = Headers(scope=scope).get("x-api-key")
-        async with db.session(write=False) as session:
-            check = await accounts_service.authenticate_key(session, key)
+        check = await check_key(db, Headers(scope=scope).get("x-api-key"))
         if check is None:
             await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
             return

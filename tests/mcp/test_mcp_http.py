@@ -220,6 +220,12 @@ async def test_no_or_bad_key_is_401_on_mcp(server_url, ws, factory, db):
         ok = await http.post("/mcp", json=initialize, headers={**accept, **ws.headers})
         assert ok.status_code == 200
         assert ok.json()["result"]["serverInfo"]["name"] == "mailroom"
+        # Stateless: no event stream to open and no session to end.
+        for method in ("GET", "DELETE"):
+            other = await http.request(method, "/mcp", headers={**accept, **ws.headers})
+            assert other.status_code == 405
+            assert other.json() == {"error": "Method Not Allowed"}
+            assert other.headers["allow"] == "POST"
 
 
 async def test_host_check_allows_public_and_loopback_hosts_only(server_url, ws):

@@ -58,6 +58,8 @@ def build_request(
         value = args.pop(name, None)
         if value is None or value == "":
             raise ArgumentError(f"Missing required argument: {name}")
+        if str(value) in (".", ".."):  # a dot segment would make the URL another operation's
+            raise ArgumentError(f"Invalid {name}: {value}")
         path = path.replace("{" + name + "}", quote(str(value), safe=""))
     params = {
         name: _query_value(args.pop(name)) for name in op.query_params if args.get(name) is not None

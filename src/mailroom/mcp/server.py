@@ -150,6 +150,13 @@ class McpHttpEndpoint:
         if check is None:
             await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
             return
+        if scope["method"] != "POST":
+            # Stateless with JSON answers: no session to end (DELETE) and nothing the server
+            # would ever push on a GET stream, which would only hold a connection open.
+            await JSONResponse(
+                {"error": "Method Not Allowed"}, status_code=405, headers={"Allow": "POST"}
+            )(scope, receive, send)
+            return
         await self.manager.handle_request(scope, receive, send)
 
 

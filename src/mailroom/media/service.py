@@ -128,16 +128,9 @@ async def upload(ctx: Context, data: bytes, filename: str) -> dict[str, Any]:
     extension = detect_type(data)
     if extension is None:
         raise ApiError(415, "Unsupported image type: upload a PNG, JPEG, GIF or WebP file")
-    quota = ctx.principal.plan.media_quota_bytes
-    used = await used_bytes(ctx)
-    if used + len(data) > quota:
-        raise ApiError(
-            403,
-            f"Image storage is full ({used:,} of {quota:,} bytes used on the "
-            f"{ctx.principal.plan.label} plan). Delete images or upgrade.",
-            used_bytes=used,
-            quota_bytes=quota,
-        )
+    # The rate-limit step serialises this workspace's uploads until commit (an advisory lock on
+    # PostgreSQL, the write lock on SQLite), so the quota read below cannot race another upload;
+    # a refused upload rolls its hit back.
     decision = await ratelimits.hit(
         ctx.session,
         f"media-uploads:{ctx.workspace_id}",
@@ -150,6 +143,16 @@ async def upload(ctx: Context, data: bytes, filename: str) -> dict[str, Any]:
             f"Upload limit reached ({UPLOADS_PER_HOUR} images per hour). "
             f"Retry in {decision.retry_after} seconds.",
             headers={"Retry-After": str(decision.retry_after)},
+        )
+    quota = ctx.principal.plan.media_quota_bytes
+    used = await used_bytes(ctx)
+    if used + len(data) > quota:
+        raise ApiError(
+            403,
+            f"Image storage is full ({used:,} of {quota:,} bytes used on the "
+            f"{ctx.principal.plan.label} plan). Delete images or upgrade.",
+            used_bytes=used,
+            quota_bytes=quota,
         )
     media_id = "".join(secrets.choice(_ALPHABET) for _ in range(24)) + "." + extension
     media = MediaFile(

@@ -65,6 +65,7 @@ async def test_workspaces_can_share_an_account(cli_env, client):
     ("args", "message"),
     [
         (("admin", "create-workspace", "--plan", "platinum"), "Unknown plan: platinum"),
+        (("admin", "create-workspace", "--plan", ""), "Unknown plan: ."),
         (
             ("admin", "create-workspace", "--permissions", "contacts:read,foo:bar"),
             "Unknown permission(s): foo:bar",

@@ -44,14 +44,14 @@ async def create_workspace(
         account = await session.get(Account, account_id)
         if account is None:
             raise ApiError(404, "Account not found")
-        if plan and get_plan(plan).name != account.plan:
+        if plan is not None and get_plan(plan).name != account.plan:
             raise ApiError(
                 409,
                 f"Account {account.id} is on the {account.plan} plan; "
                 f"change it with `mailroom admin set-plan {account.id} {plan}`",
             )
     else:
-        account = Account(plan=get_plan(plan or "free").name, name=name)
+        account = Account(plan=get_plan("free" if plan is None else plan).name, name=name)
         session.add(account)
         await session.flush()
     workspace = Workspace(account_id=account.id, name=name)

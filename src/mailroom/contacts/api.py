@@ -151,7 +151,7 @@ async def export_contacts(
 async def bulk_contacts(
     body: BulkBody, request: Request, ctx: Annotated[Context, use("contacts:write")]
 ) -> Any:
-    parsed = bulk.parse_request(body.model_dump(exclude_unset=True))
+    parsed = bulk.parse_request(body.model_dump(exclude_unset=True), ctx.principal)
     if parsed.action != "export":
         return await bulk.run(ctx, parsed)
     await bulk.check_export(ctx, parsed)

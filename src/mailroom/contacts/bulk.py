@@ -25,6 +25,7 @@ from mailroom.contacts.selection import (
     select_contacts,
     update_selected,
 )
+from mailroom.core.auth import Principal
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.events import bulk as bulk_events
@@ -59,8 +60,9 @@ class BulkRequest:
     suppress: bool
 
 
-def parse_request(body: Any) -> BulkRequest:
-    """The spec's 400s, in its order, before anything is read."""
+def parse_request(body: Any, principal: Principal) -> BulkRequest:
+    """The spec's 400s, in its order, before anything is read; `export` without
+    `contacts:export` is refused as soon as the action is known."""
     if not isinstance(body, dict):
         raise ApiError(400, "Request body must be a JSON object")
     action = body.get("action")
@@ -68,6 +70,8 @@ def parse_request(body: Any) -> BulkRequest:
         raise ApiError(400, "action is required")
     if not isinstance(action, str) or action not in ACTIONS:
         raise ApiError(400, f"Unknown action: {action}")
+    if action == "export":
+        principal.check("contacts:export")
     raw_ids, raw_filter = body.get("contact_ids"), body.get("filter")
     if not isinstance(raw_ids, list) and raw_filter is None:
         raise ApiError(400, "contact_ids array or filter is required")

@@ -223,9 +223,8 @@ async def create_contact(ctx: Context, body: dict[str, Any]) -> Contact:
                 409,
                 f"{DUPLICATE}. To resubscribe it, send PATCH /api/v1/contacts/{existing.id} "
                 "with resubscribe: true.",
-                id=existing.id,
             )
-        raise ApiError(409, DUPLICATE, id=existing.id)
+        raise ApiError(409, DUPLICATE)
     digest = ctx.hash_email(email)
     suppression = await suppressions.find(ctx, digest)
     if suppression is not None and not (resubscribe and suppression.reason == "unsubscribed"):

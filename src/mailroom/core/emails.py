@@ -28,8 +28,16 @@ def normalize_email(value: str) -> str:
 def _validator_accepts(email: str) -> bool:
     try:
         validate_email(email, check_deliverability=False, allow_smtputf8=True)
-    except EmailNotValidError:
-        return False
+    except EmailNotValidError as problem:
+        if "special-use" not in str(problem):
+            return False
+        # email_validator refuses special-use names (`.test`, `.invalid`, ...) that the plain
+        # ASCII path accepts; judge the rest of the address as if the last label were `com`.
+        local, _, domain = email.rpartition("@")
+        stem = domain.rpartition(".")[0]
+        if not stem:
+            return False
+        return _validator_accepts(f"{local}@{stem}.com")
     return True
 
 

@@ -10,5 +10,6 @@ def fold(value: str) -> str:
 
 def contains_pattern(term: str) -> str:
     """A LIKE pattern matching `term` anywhere, its wildcards taken literally (escape `\\`)."""
+    term = "".join(ch for ch in term if ch.isprintable())  # see models.contacts.search_text
     escaped = fold(term).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"

@@ -58,8 +58,13 @@ class Contact(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+SEARCH_SEPARATOR = "\n"  # never in a search term (control characters are dropped from `q`)
+
+
 def search_text(email: str, first_name: str | None, last_name: str | None) -> str:
-    return f"{email} {first_name or ''} {last_name or ''}".casefold()
+    """What `q` matches: each field casefolded, joined by a separator no term can contain, so a
+    term matches inside one field and never across two (`io jane` is not in `x@a.io`+`Jane`)."""
+    return SEARCH_SEPARATOR.join((email, first_name or "", last_name or "")).casefold()
 
 
 @event.listens_for(Contact, "before_insert")

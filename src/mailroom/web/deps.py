@@ -94,8 +94,13 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
 Session = Annotated[AsyncSession, Depends(unit_of_work, scope="function")]
 
 
+# Any page from 1 is valid (past the end it is just empty); the bound only keeps
+# OFFSET = (page - 1) * limit inside a 64-bit integer.
+MAX_PAGE = 10**15
+
+
 def page_params(
-    page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1.")] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1.")] = 1,
     limit: Annotated[int, Query(ge=1, le=100, description="Items per page, 1-100.")] = 50,
 ) -> PageParams:
     return PageParams(page, limit)

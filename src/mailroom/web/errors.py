@@ -132,9 +132,7 @@ def _allowed_methods(request: Request) -> list[str]:
         regex = getattr(route, "path_regex", None)
         if regex is not None and regex.match(path):
             methods.update(route.methods or ())
-    if "GET" in methods:
-        methods.add("HEAD")
-    return sorted(methods)
+    return sorted(methods)  # FastAPI routes serve no implicit HEAD, so none is listed
 
 
 def error_response(

@@ -15,6 +15,7 @@ from mailroom.core.auth import UNAUTHORIZED, Principal
 from mailroom.db import Database
 from mailroom.ratelimits import service as ratelimits
 from mailroom.web.deps import WRITE_METHODS, operation_of
+from mailroom.web.permissions import route_for
 
 log = logging.getLogger("mailroom.api")
 
@@ -60,6 +61,15 @@ class ApiKeyMiddleware:
         scope.setdefault("state", {})["principal"] = principal
 
         is_write = scope["method"] in WRITE_METHODS
+        target = route_for(scope["app"], scope["method"], scope["path"])
+        if target is not None and target.permission and not principal.allows(target.permission):
+            # Before the body is read and before the write is counted (see web.permissions).
+            scope["route"] = target.route
+            body = {"error": f"Forbidden: {target.permission} permission required"}
+            await JSONResponse(body, status_code=403)(scope, receive, send)
+            if is_write:
+                await self._audit(db, scope, principal, 403)
+            return
         limit = principal.plan.writes_per_hour
         if is_write and limit is not None:
             async with db.transaction() as session:

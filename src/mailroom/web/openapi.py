@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel, ConfigDict
 
 from mailroom import API_VERSION
+from mailroom.web.permissions import permission_of
 
 
 class ErrorBody(BaseModel):
@@ -71,10 +72,9 @@ def api_routes(app: FastAPI) -> Iterator[Any]:
 def _permissions_by_operation(app: FastAPI) -> dict[str, str]:
     found: dict[str, str] = {}
     for route in api_routes(app):
-        for dependency in route.dependant.dependencies:
-            permission = getattr(dependency.call, "permission", None)
-            if permission:
-                found[route.name] = permission
+        permission = permission_of(route)
+        if permission:
+            found[route.name] = permission
     return found
 
 

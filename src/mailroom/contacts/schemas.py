@@ -4,10 +4,11 @@ models stay permissive where a precise message matters (e.g. `email is required`
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
+from mailroom.core.loose import LooseBool, LooseObject, LooseString, LooseStringList
 from mailroom.core.pagination import Pagination
 
 
@@ -36,7 +37,7 @@ class ContactUpdate(BaseModel):
     first_name: str | None = Field(None, max_length=100)
     last_name: str | None = Field(None, max_length=100)
     # Any value reaches the service, which answers the spec's one message for a bad status.
-    status: Annotated[Any, WithJsonSchema({"type": "string"})] = Field(
+    status: LooseString = Field(
         None, description="subscribed, unsubscribed, bounced, complained or archived."
     )
     source: str | None = Field(None, max_length=40)
@@ -118,19 +119,21 @@ class BulkBody(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    action: Any = Field(
+    action: LooseString = Field(
         None,
         description="unsubscribe, archive, restore, delete, erase, add_tag, remove_tag, "
         "add_to_list, remove_from_list or export.",
     )
-    contact_ids: Any = Field(None, description="Array of contact ids (either this or filter).")
-    filter: Any = Field(
+    contact_ids: LooseStringList = Field(
+        None, description="Array of contact ids (either this or filter)."
+    )
+    filter: LooseObject = Field(
         None,
         description="Object with the list query's keys: q, status, tag, list, source, from, to.",
     )
-    tag_id: Any = Field(None, description="For add_tag and remove_tag.")
-    list_id: Any = Field(None, description="For add_to_list and remove_from_list.")
-    suppress: Any = Field(None, description="unsubscribe only: also block the addresses.")
+    tag_id: LooseString = Field(None, description="For add_tag and remove_tag.")
+    list_id: LooseString = Field(None, description="For add_to_list and remove_from_list.")
+    suppress: LooseBool = Field(None, description="unsubscribe only: also block the addresses.")
 
 
 class BulkResult(BaseModel):

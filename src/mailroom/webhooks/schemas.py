@@ -5,32 +5,37 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mailroom.core.loose import LooseBool, LooseObject, LooseString, LooseStringList
 from mailroom.core.pagination import Pagination
 
 
 class WebhookCreate(BaseModel):
-    url: Any = Field(None, description="https URL of a public receiver (or a Slack / Teams URL).")
-    description: Any = Field(None, description="Optional, up to 500 characters.")
-    event_types: Any = Field(None, description="Event names to receive (see the catalog).")
-    filters: Any = Field(
+    url: LooseString = Field(
+        None, description="https URL of a public receiver (or a Slack / Teams URL)."
+    )
+    description: LooseString = Field(None, description="Optional, up to 500 characters.")
+    event_types: LooseStringList = Field(
+        None, description="Event names to receive (see the catalog)."
+    )
+    filters: LooseObject = Field(
         None,
         description="Optional scoping: list_ids, form_ids, tag_ids, campaign_ids, domain_ids "
         "(up to 100 ids each); several dimensions combine with AND.",
     )
-    enabled: Any = Field(None, description="Default true.")
-    channel: Any = Field(
+    enabled: LooseBool = Field(None, description="Default true.")
+    channel: LooseString = Field(
         None, description="server, slack or teams; detected from the URL when omitted."
     )
 
 
 class WebhookUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    url: Any = None
-    description: Any = None
-    event_types: Any = None
-    filters: Any = None
-    enabled: Any = None
-    channel: Any = None
+    url: LooseString = None
+    description: LooseString = None
+    event_types: LooseStringList = None
+    filters: LooseObject = None
+    enabled: LooseBool = None
+    channel: LooseString = None
 
 
 class Health(BaseModel):
@@ -86,7 +91,7 @@ class DeliveryPage(BaseModel):
 
 
 class TestRequest(BaseModel):
-    event: Any = Field(None, description="An event name from the catalog.")
+    event: LooseString = Field(None, description="An event name from the catalog.")
 
 
 class TestResult(BaseModel):

@@ -4,6 +4,7 @@ contacts; export 50,000 contacts with 10 custom fields; bulk add_tag and unsubsc
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import random
@@ -46,10 +47,8 @@ class PeakRss:
         # Hand memory freed by earlier steps back to the OS first, so a step's peak is its own
         # and not what the allocator kept from the previous one.
         gc.collect()
-        try:
+        with contextlib.suppress(OSError):
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except OSError:
-            pass
         self.start = self.peak = self.process.memory_info().rss
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -190,6 +191,32 @@ def factory(db: Database) -> Factory:
 async def ws(factory: Factory) -> Workspace:
     """A Pro workspace (no write limit) with an all-permissions key."""
     return await factory.workspace("pro")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+async def server_url(app: Any) -> AsyncIterator[str]:
+    """The test's app served by a real uvicorn on 127.0.0.1 (lifespan on: the MCP session
+    manager runs), for clients that need a real socket."""
+    import uvicorn
+
+    port = _free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(200):
+        if server.started:
+            break
+        await asyncio.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    await task
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Any:

@@ -3,63 +3,15 @@ uvicorn server on 127.0.0.1: tools generated from /openapi.json, calls through t
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx
-import httpx2
-import pytest
-import uvicorn
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from PIL import Image
 
 from mailroom.mcp.tools import key_callable
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-async def server_url(app: Any) -> AsyncIterator[str]:
-    """The test's app served by uvicorn (lifespan on, so the MCP session manager runs)."""
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    for _ in range(200):
-        if server.started:
-            break
-        await asyncio.sleep(0.02)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    await task
-
-
-@asynccontextmanager
-async def mcp_session(url: str, api_key: str | None) -> AsyncIterator[ClientSession]:
-    headers = {"x-api-key": api_key} if api_key else {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-def _text(result: Any) -> str:
-    return "".join(getattr(part, "text", "") for part in result.content)
+from tests.mcp.helpers import mcp_session, tool_text
 
 
 async def _key_callable_operations(client: httpx.AsyncClient) -> dict[str, tuple[str, str]]:
@@ -108,7 +60,7 @@ async def test_write_and_read_tools_act_through_the_api(server_url, ws, client):
         created = await session.call_tool(
             "create_contact", {"email": "Ada@Example.com", "first_name": "Ada"}
         )
-        assert not created.is_error, _text(created)
+        assert not created.is_error, tool_text(created)
         contact = created.structured_content["contact"]
         assert contact["email"] == "ada@example.com"
 
@@ -119,23 +71,23 @@ async def test_write_and_read_tools_act_through_the_api(server_url, ws, client):
         updated = await session.call_tool(
             "update_contact", {"id": contact["id"], "last_name": "Lovelace"}
         )
-        assert not updated.is_error, _text(updated)
+        assert not updated.is_error, tool_text(updated)
 
         tag = await session.call_tool("create_tag", {"name": "VIP"})
-        assert not tag.is_error, _text(tag)
+        assert not tag.is_error, tool_text(tag)
         tagged = await session.call_tool(
             "add_contact_tag",
             {"id": contact["id"], "tag_id": tag.structured_content["tag"]["id"]},
         )
-        assert not tagged.is_error, _text(tagged)
+        assert not tagged.is_error, tool_text(tagged)
 
         missing = await session.call_tool("get_contact", {"id": "no-such-contact"})
         assert missing.is_error
-        assert json.loads(_text(missing)) == {"error": "Contact not found"}
+        assert json.loads(tool_text(missing)) == {"error": "Contact not found"}
 
         bad = await session.call_tool("create_contact", {"email": "not-an-address"})
         assert bad.is_error
-        assert "error" in json.loads(_text(bad))
+        assert "error" in json.loads(tool_text(bad))
 
     seen = (await client.get(f"/api/v1/contacts/{contact['id']}", headers=ws.headers)).json()
     assert seen["contact"]["last_name"] == "Lovelace"
@@ -154,7 +106,9 @@ async def test_missing_permission_is_the_api_403_as_a_tool_error(server_url, ws,
         refused = await session.call_tool("create_contact", {"email": "x@example.com"})
         allowed = await session.call_tool("list_contacts", {})
     assert refused.is_error
-    assert json.loads(_text(refused)) == {"error": "Forbidden: contacts:write permission required"}
+    assert json.loads(tool_text(refused)) == {
+        "error": "Forbidden: contacts:write permission required"
+    }
     assert not allowed.is_error
     listed = (await client.get("/api/v1/contacts", headers=ws.headers)).json()
     assert listed["contacts"] == []
@@ -173,7 +127,7 @@ async def test_another_workspace_key_never_sees_the_first(server_url, factory, c
         fetched = await session.call_tool("get_contact", {"id": contact_id})
         deleted = await session.call_tool("delete_contact", {"id": contact_id})
     assert listed.structured_content["contacts"] == []
-    assert fetched.is_error and json.loads(_text(fetched)) == {"error": "Contact not found"}
+    assert fetched.is_error and json.loads(tool_text(fetched)) == {"error": "Contact not found"}
     assert deleted.is_error
     still = await client.get(f"/api/v1/contacts/{contact_id}", headers=first.headers)
     assert still.status_code == 200
@@ -251,29 +205,29 @@ async def test_multipart_tools_take_text_and_base64_files(server_url, ws, client
     png = image.getvalue()
     async with mcp_session(server_url, ws.api_key) as session:
         imported = await session.call_tool("import_contacts", {"file": csv_text, "tags": "mcp"})
-        assert not imported.is_error, _text(imported)
+        assert not imported.is_error, tool_text(imported)
         assert imported.structured_content["imported"] == 2
 
         uploaded = await session.call_tool(
             "upload_media", {"file_base64": base64.b64encode(png).decode(), "filename": "a.png"}
         )
-        assert not uploaded.is_error, _text(uploaded)
+        assert not uploaded.is_error, tool_text(uploaded)
 
         not_base64 = await session.call_tool("upload_media", {"file_base64": "%%%"})
         assert not_base64.is_error
-        assert json.loads(_text(not_base64)) == {"error": "file_base64 is not valid base64"}
+        assert json.loads(tool_text(not_base64)) == {"error": "file_base64 is not valid base64"}
         no_file = await session.call_tool("upload_media", {})
         assert no_file.is_error
 
         suppressed = await session.call_tool(
             "import_suppressions", {"entries": ["gone@example.com"], "reason": "bounced"}
         )
-        assert not suppressed.is_error, _text(suppressed)
+        assert not suppressed.is_error, tool_text(suppressed)
         assert suppressed.structured_content["added"] == 1
 
         exported = await session.call_tool("export_contacts", {})
-        assert not exported.is_error, _text(exported)
-        csv_answer = _text(exported)
+        assert not exported.is_error, tool_text(exported)
+        csv_answer = tool_text(exported)
 
     assert csv_answer.splitlines()[0].startswith('"')
     assert "ann@acme-mail.org" in csv_answer and "bob@acme-mail.org" in csv_answer
@@ -294,7 +248,9 @@ async def test_write_limit_applies_to_tool_calls(server_url, factory, client):
         refused = await session.call_tool("create_tag", {"name": "one-too-many"})
         reading = await session.call_tool("list_tags", {})
     assert refused.is_error
-    assert json.loads(_text(refused))["error"].startswith("Hourly write limit reached (120 on the")
+    assert json.loads(tool_text(refused))["error"].startswith(
+        "Hourly write limit reached (120 on the"
+    )
     assert not reading.is_error
 
 
@@ -307,7 +263,7 @@ async def test_argument_problems_are_tool_errors(server_url, ws):
             "update_contact", {"id": "x", "favourite_colour": "red"}
         )
     assert unknown_tool.is_error
-    assert json.loads(_text(unknown_tool)) == {"error": "Unknown tool: drop_everything"}
-    assert json.loads(_text(no_id)) == {"error": "Missing required argument: id"}
-    assert json.loads(_text(extra)) == {"error": "Unknown argument(s): colour"}
+    assert json.loads(tool_text(unknown_tool)) == {"error": "Unknown tool: drop_everything"}
+    assert json.loads(tool_text(no_id)) == {"error": "Missing required argument: id"}
+    assert json.loads(tool_text(extra)) == {"error": "Unknown argument(s): colour"}
     assert unknown_field.is_error  # the API's own answer (404 for the unknown contact)

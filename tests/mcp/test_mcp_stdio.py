@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mailroom.mcp.tools import key_callable
 from tests.conftest import run_cli
+from tests.mcp.helpers import tool_text
 
 
 def _params(cli_env: dict[str, str], api_key: str) -> StdioServerParameters:
@@ -20,10 +20,6 @@ def _params(cli_env: dict[str, str], api_key: str) -> StdioServerParameters:
         args=["-m", "mailroom", "mcp"],
         env={**cli_env, "MAILROOM_API_KEY": api_key},
     )
-
-
-def _text(result: Any) -> str:
-    return "".join(getattr(part, "text", "") for part in result.content)
 
 
 async def test_stdio_lists_every_operation_and_calls_the_api(cli_env, ws, factory, client):
@@ -46,7 +42,7 @@ async def test_stdio_lists_every_operation_and_calls_the_api(cli_env, ws, factor
         listed = await session.call_tool("list_contacts", {})
 
     assert {tool.name for tool in tools} == expected
-    assert not created.is_error, _text(created)
+    assert not created.is_error, tool_text(created)
     assert [c["email"] for c in listed.structured_content["contacts"]] == ["grace@navy.mil"]
     seen = (await client.get("/api/v1/contacts", headers=ws.headers)).json()
     assert [c["email"] for c in seen["contacts"]] == ["grace@navy.mil"]
@@ -58,7 +54,9 @@ async def test_stdio_lists_every_operation_and_calls_the_api(cli_env, ws, factor
         await session.initialize()
         refused = await session.call_tool("create_contact", {"email": "x@navy.mil"})
     assert refused.is_error
-    assert json.loads(_text(refused)) == {"error": "Forbidden: contacts:write permission required"}
+    assert json.loads(tool_text(refused)) == {
+        "error": "Forbidden: contacts:write permission required"
+    }
 
 
 def test_stdio_without_a_valid_key_exits_with_a_message(cli_env):

@@ -4,25 +4,20 @@ HTTP (a real uvicorn server) and over stdio (`mailroom mcp`)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
 import re
-import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
-import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from PIL import Image
+
+from tests.mcp.helpers import mcp_session, tool_text
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 ACCEPT = {"accept": "application/json, text/event-stream"}
@@ -36,45 +31,6 @@ INITIALIZE = {
         "clientInfo": {"name": "spec-test", "version": "1"},
     },
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-async def server_url(app: Any) -> AsyncIterator[str]:
-    """The test's app served by uvicorn (lifespan on, so the MCP session manager runs)."""
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    for _ in range(200):
-        if server.started:
-            break
-        await asyncio.sleep(0.02)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    await task
-
-
-@asynccontextmanager
-async def mcp_session(url: str, api_key: str | None) -> AsyncIterator[ClientSession]:
-    headers = {"x-api-key": api_key} if api_key else {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-def _text(result: Any) -> str:
-    return "".join(getattr(part, "text", "") for part in result.content)
 
 
 def png_bytes(size: tuple[int, int] = (3, 3)) -> bytes:
@@ -241,9 +197,9 @@ async def test_read_tool_structured_content_equals_the_rest_answer(
         result = await session.call_tool(tool, arguments)
     rest = await client.get(path, headers=workspace.headers)
     assert rest.status_code == 200
-    assert not result.is_error, _text(result)
+    assert not result.is_error, tool_text(result)
     assert result.structured_content == rest.json()
-    assert json.loads(_text(result)) == rest.json()
+    assert json.loads(tool_text(result)) == rest.json()
 
 
 async def test_path_parameter_reads_equal_rest(server_url, ws, client):
@@ -258,7 +214,7 @@ async def test_path_parameter_reads_equal_rest(server_url, ws, client):
     async with mcp_session(server_url, ws.api_key) as session:
         results = [(await session.call_tool(tool, args), path) for tool, args, path in checks]
     for result, path in results:
-        assert not result.is_error, (path, _text(result))
+        assert not result.is_error, (path, tool_text(result))
         rest = await client.get(path, headers=ws.headers)
         assert result.structured_content == rest.json(), path
 
@@ -269,36 +225,36 @@ async def test_write_tools_across_resources(server_url, ws, client):
         contact_id = contact.structured_content["contact"]["id"]
 
         made_list = await session.call_tool("create_list", {"name": "Agents"})
-        assert not made_list.is_error, _text(made_list)
+        assert not made_list.is_error, tool_text(made_list)
         list_id = made_list.structured_content["list"]["id"]
         added = await session.call_tool(
             "add_list_contacts", {"id": list_id, "contact_ids": [contact_id]}
         )
-        assert not added.is_error, _text(added)
+        assert not added.is_error, tool_text(added)
         renamed = await session.call_tool("update_list", {"id": list_id, "name": "Agents 2"})
-        assert not renamed.is_error, _text(renamed)
+        assert not renamed.is_error, tool_text(renamed)
 
         field = await session.call_tool("create_custom_field", {"key": "tier", "type": "number"})
-        assert not field.is_error, _text(field)
+        assert not field.is_error, tool_text(field)
         relabelled = await session.call_tool(
             "update_custom_field", {"key": "tier", "body": {"label": "Customer tier"}}
         )
-        assert not relabelled.is_error, _text(relabelled)
+        assert not relabelled.is_error, tool_text(relabelled)
 
         tag = await session.call_tool("create_tag", {"name": "Temp"})
         tag_id = tag.structured_content["tag"]["id"]
         updated_tag = await session.call_tool("update_tag", {"id": tag_id, "name": "Kept"})
-        assert not updated_tag.is_error, _text(updated_tag)
+        assert not updated_tag.is_error, tool_text(updated_tag)
         gone_tag = await session.call_tool("create_tag", {"name": "Gone"})
         deleted = await session.call_tool(
             "delete_tag", {"id": gone_tag.structured_content["tag"]["id"]}
         )
-        assert not deleted.is_error, _text(deleted)
+        assert not deleted.is_error, tool_text(deleted)
 
         csv_import = await session.call_tool(
             "import_suppressions", {"file": "email\ncsv1@example.com\ncsv2@example.com\n"}
         )
-        assert not csv_import.is_error, _text(csv_import)
+        assert not csv_import.is_error, tool_text(csv_import)
 
     members = (await client.get(f"/api/v1/lists/{list_id}/contacts", headers=ws.headers)).json()
     assert contact_id in json.dumps(members)
@@ -321,7 +277,7 @@ async def test_media_tools_upload_list_and_delete(server_url, ws, client):
             "upload_media",
             {"file_base64": base64.b64encode(data).decode(), "filename": "agent.png"},
         )
-        assert not uploaded.is_error, _text(uploaded)
+        assert not uploaded.is_error, tool_text(uploaded)
         file = uploaded.structured_content["file"]
         assert set(uploaded.structured_content) == {"file", "used_bytes", "quota_bytes"}
         assert file["name"] == "agent.png" and file["type"] == "image/png"
@@ -331,7 +287,7 @@ async def test_media_tools_upload_list_and_delete(server_url, ws, client):
         served = await client.get(file["url"].removeprefix("http://testserver"))
         assert served.content == data
         removed = await session.call_tool("delete_media", {"id": file["id"]})
-        assert not removed.is_error, _text(removed)
+        assert not removed.is_error, tool_text(removed)
         assert removed.structured_content["ok"] is True
         assert removed.structured_content["id"] == file["id"]
     assert (await client.get("/api/v1/media", headers=ws.headers)).json()["count"] == 0
@@ -381,7 +337,7 @@ async def test_tool_error_text_is_exactly_the_api_body(server_url, ws, client):
         rest = await client.request(method, path, headers=ws.headers, **kwargs)
         assert 400 <= rest.status_code < 500, (tool, rest.status_code)
         assert result.is_error, tool
-        assert json.loads(_text(result)) == rest.json(), tool
+        assert json.loads(tool_text(result)) == rest.json(), tool
         assert "error" in rest.json()
 
 
@@ -398,7 +354,7 @@ async def test_quota_refusal_extras_reach_the_agent(server_url, ws, monkeypatch)
             "upload_media", {"file_base64": base64.b64encode(png_bytes()).decode()}
         )
     assert refused.is_error
-    body = json.loads(_text(refused))
+    body = json.loads(tool_text(refused))
     assert set(body) == {"error", "used_bytes", "quota_bytes"}
     assert body["used_bytes"] == 0 and body["quota_bytes"] == 10
 
@@ -415,10 +371,10 @@ async def test_permission_refusals_for_media_tools(server_url, ws, factory):
         refused_list = await session.call_tool("list_media", {})
     assert not listed.is_error
     write_needed = {"error": "Forbidden: campaigns:write permission required"}
-    assert refused.is_error and json.loads(_text(refused)) == write_needed
-    assert refused_delete.is_error and json.loads(_text(refused_delete)) == write_needed
+    assert refused.is_error and json.loads(tool_text(refused)) == write_needed
+    assert refused_delete.is_error and json.loads(tool_text(refused_delete)) == write_needed
     assert refused_list.is_error
-    assert json.loads(_text(refused_list)) == {
+    assert json.loads(tool_text(refused_list)) == {
         "error": "Forbidden: campaigns:read permission required"
     }
 
@@ -428,8 +384,8 @@ async def test_upload_tool_argument_problems(server_url, ws, client):
     async with mcp_session(server_url, ws.api_key) as session:
         both = await session.call_tool("upload_media", {"file_base64": image, "file": "x"})
         extra = await session.call_tool("upload_media", {"file_base64": image, "colour": "red"})
-    assert both.is_error and "error" in json.loads(_text(both))
-    assert extra.is_error and "error" in json.loads(_text(extra))
+    assert both.is_error and "error" in json.loads(tool_text(both))
+    assert extra.is_error and "error" in json.loads(tool_text(extra))
     assert (await client.get("/api/v1/media", headers=ws.headers)).json()["count"] == 0
 
 
@@ -448,7 +404,7 @@ async def test_upload_tool_argument_problems(server_url, ws, client):
         ),
     ],
 )
-async def test_csv_exports_come_back_as_the_same_text(
+async def test_csv_exports_come_back_as_the_sametool_text(
     server_url, factory, client, tool, arguments, path
 ):
     workspace = await factory.workspace("pro", listen=False)
@@ -457,10 +413,10 @@ async def test_csv_exports_come_back_as_the_same_text(
         result = await session.call_tool(tool, arguments)
     rest = await client.get(path, headers=workspace.headers)
     assert rest.status_code == 200 and "csv" in rest.headers["content-type"]
-    assert not result.is_error, _text(result)
+    assert not result.is_error, tool_text(result)
     assert result.structured_content is None
     assert [part.type for part in result.content] == ["text"]
-    assert _text(result) == rest.text
+    assert tool_text(result) == rest.text
     assert len(rest.text.splitlines()) >= 2
 
 
@@ -469,7 +425,9 @@ async def test_export_without_the_export_permission_is_the_api_403(server_url, w
     async with mcp_session(server_url, reader["x-api-key"]) as session:
         refused = await session.call_tool("export_contacts", {})
     assert refused.is_error
-    assert json.loads(_text(refused)) == {"error": "Forbidden: contacts:export permission required"}
+    assert json.loads(tool_text(refused)) == {
+        "error": "Forbidden: contacts:export permission required"
+    }
 
 
 # --- the HTTP endpoint itself -------------------------------------------------------------
@@ -505,7 +463,7 @@ async def test_key_from_another_workspace_cannot_reach_its_media(server_url, fac
         listed = await session.call_tool("list_media", {})
         deleted = await session.call_tool("delete_media", {"id": media_id})
     assert listed.structured_content["files"] == []
-    assert deleted.is_error and "error" in json.loads(_text(deleted))
+    assert deleted.is_error and "error" in json.loads(tool_text(deleted))
     assert (await client.get("/api/v1/media", headers=first.headers)).json()["count"] == 1
 
 
@@ -531,7 +489,7 @@ async def test_mcp_call_counts_as_a_write_only_for_writes(server_url, factory):
         tools = await session.list_tools()
         read = await session.call_tool("list_media", {})
     assert tools.tools
-    assert not read.is_error, _text(read)
+    assert not read.is_error, tool_text(read)
 
 
 # --- stdio ------------------------------------------------------------------------------
@@ -566,9 +524,11 @@ async def test_stdio_offers_the_same_tools_and_api_errors(cli_env, server_url, w
         assert stdio_tools[name].description == tool.description, name
     assert not listed.is_error and listed.structured_content["files"] == []
     assert refused.is_error
-    assert json.loads(_text(refused)) == {"error": "Forbidden: campaigns:write permission required"}
+    assert json.loads(tool_text(refused)) == {
+        "error": "Forbidden: campaigns:write permission required"
+    }
     assert missing.is_error
-    assert json.loads(_text(missing)) == {"error": "Forbidden: tags:read permission required"}
+    assert json.loads(tool_text(missing)) == {"error": "Forbidden: tags:read permission required"}
 
 
 # --- a path argument is data, never a path --------------------------------------------------
@@ -599,11 +559,11 @@ async def test_dot_segments_in_a_path_argument_never_reach_another_operation(
     kept = await client.get(f"/api/v1/tags/{tag['id']}", headers=ws.headers)
     problems = []
     if still.status_code != 200:
-        problems.append(f"remove_list_contact(id='..') deleted the contact: {_text(from_list)}")
+        problems.append(f"remove_list_contact(id='..') deleted the contact: {tool_text(from_list)}")
     if kept.status_code != 200:
-        problems.append(f"remove_contact_tag(id='..') deleted the tag: {_text(from_contact)}")
+        problems.append(f"remove_contact_tag(id='..') deleted the tag: {tool_text(from_contact)}")
     if not dotted.is_error:
-        problems.append(f"get_contact(id='.') answered another operation: {_text(dotted)[:80]}")
+        problems.append(f"get_contact(id='.') answered another operation: {tool_text(dotted)[:80]}")
     assert not problems, "\n".join(problems)
 
 
@@ -628,7 +588,9 @@ async def test_a_write_tool_call_counts_once_toward_the_hourly_limit(server_url,
         first = await session.call_tool("create_tag", {"name": "mcp-119"})
         second = await session.call_tool("create_tag", {"name": "mcp-120"})
         third = await session.call_tool("create_tag", {"name": "mcp-121"})
-    assert not first.is_error, _text(first)
-    assert not second.is_error, _text(second)
+    assert not first.is_error, tool_text(first)
+    assert not second.is_error, tool_text(second)
     assert third.is_error
-    assert json.loads(_text(third))["error"].startswith("Hourly write limit reached (120 on the")
+    assert json.loads(tool_text(third))["error"].startswith(
+        "Hourly write limit reached (120 on the"
+    )

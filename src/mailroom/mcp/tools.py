@@ -85,13 +85,7 @@ def _operation(path: str, method: str, spec: dict[str, Any], schemas: dict[str, 
             op, content["application/json"]["schema"], body_required, schemas, properties, required
         )
     if "multipart/form-data" in content:
-        _add_form(
-            op,
-            content["multipart/form-data"]["schema"],
-            schemas,
-            properties,
-            required if "application/json" not in content else None,
-        )
+        _add_form(op, content["multipart/form-data"]["schema"], schemas, properties)
 
     input_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -144,8 +138,9 @@ def _add_form(
     schema: dict[str, Any],
     schemas: dict[str, Any],
     properties: dict[str, Any],
-    required: list[str] | None,
 ) -> None:
+    """Form fields as arguments; the file as `file` / `file_base64`, one of which the call must
+    carry (not expressible as `required`, so the bridge checks it)."""
     resolved = _resolve(schema, schemas)
     for name, sub in resolved.get("properties", {}).items():
         sub = _resolve(sub, schemas)

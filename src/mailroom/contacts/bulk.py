@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from mailroom.contacts import service as contacts
 from mailroom.contacts.query import FILTER_KEYS, ContactFilter, conditions, parse_filter
@@ -19,10 +19,12 @@ from mailroom.contacts.selection import (
     IN_SELECTION,
     MAX_CONTACTS,
     Selection,
+    change_selected,
     execute,
     narrow,
     release,
     select_contacts,
+    size_of,
     update_selected,
 )
 from mailroom.core.auth import Principal
@@ -161,14 +163,14 @@ async def _act(
     if action == "unsubscribe":
         return await _unsubscribe(ctx, selection, request.suppress, extra)
     if action == "archive":
-        changing = await update_selected(
+        archived = await update_selected(
             ctx,
             selection,
             "previous_status = status, status = 'archived', updated_at = :now",
             "c.status <> 'archived'",
+            track=False,
         )
-        extra.append(changing)
-        archived = changing.size
+        assert isinstance(archived, int)
         return {
             "success": True,
             "archived": archived,
@@ -193,18 +195,27 @@ async def _act(
     return await _remove_from_list(ctx, selection, mailing_list, extra)
 
 
+def _track(changed: Selection | int, extra: list[Selection]) -> int:
+    """Keep a tracked sub-selection for release; return how many rows changed."""
+    if isinstance(changed, Selection):
+        extra.append(changed)
+    return size_of(changed)
+
+
 async def _unsubscribe(
     ctx: Context, selection: Selection, suppress: bool, extra: list[Selection]
 ) -> dict[str, Any]:
-    changing = await update_selected(
+    event = "contact.unsubscribed"
+    changed = await update_selected(
         ctx,
         selection,
         "status = 'unsubscribed', unsubscribed_at = :now, updated_at = :now",
         "c.status = 'subscribed'",
+        track=await bulk_events.wanted(ctx, event),
     )
-    extra.append(changing)
-    unsubscribed = changing.size
-    await bulk_events.emit_for_selection(ctx, "contact.unsubscribed", changing.run_id)
+    unsubscribed = _track(changed, extra)
+    if isinstance(changed, Selection):
+        await bulk_events.emit_for_selection(ctx, event, changed.run_id)
     suppressed = 0
     if suppress:
         suppressed = await suppress_selection(ctx, selection, reason="unsubscribed", source="bulk")
@@ -277,88 +288,105 @@ async def _delete(ctx: Context, selection: Selection, *, erase: bool) -> None:
 async def _add_tag(
     ctx: Context, selection: Selection, tag: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    untagged = await narrow(
+    event = "contact.tag_added"
+    added = await change_selected(
         ctx,
         selection,
-        "NOT EXISTS (SELECT 1 FROM contact_tags ct WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
-        tag=tag.id,
-    )
-    extra.append(untagged)
-    await execute(
-        ctx,
         "INSERT INTO contact_tags (contact_id, tag_id, workspace_id, created_at) "
-        "SELECT contact_id, :tag, :ws, :now FROM bulk_selection WHERE run_id = :run",
-        run=untagged.run_id,
+        "SELECT contact_id, :tag, :ws, :now FROM bulk_selection WHERE run_id = :run "
+        "ON CONFLICT DO NOTHING",
+        returning="contact_id",
+        predicate="NOT EXISTS (SELECT 1 FROM contact_tags ct "
+        "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
+        track=await bulk_events.wanted(ctx, event, tag_id=tag.id),
         tag=tag.id,
     )
-    await bulk_events.emit_for_selection(
-        ctx,
-        "contact.tag_added",
-        untagged.run_id,
-        extra={"tag": {"id": tag.id, "name": tag.name}},
-        tag_id=tag.id,
-    )
+    _track(added, extra)
+    if isinstance(added, Selection):
+        await bulk_events.emit_for_selection(
+            ctx,
+            event,
+            added.run_id,
+            extra={"tag": {"id": tag.id, "name": tag.name}},
+            tag_id=tag.id,
+        )
     return {"success": True, "tagged": selection.submitted}
 
 
 async def _remove_tag(
     ctx: Context, selection: Selection, tag: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    tagged = await narrow(
+    event = "contact.tag_removed"
+    removed = await change_selected(
         ctx,
         selection,
-        "EXISTS (SELECT 1 FROM contact_tags ct WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
-        tag=tag.id,
-    )
-    extra.append(tagged)
-    await execute(
-        ctx,
         "DELETE FROM contact_tags WHERE tag_id = :tag AND contact_id IN "
         "(SELECT contact_id FROM bulk_selection WHERE run_id = :run)",
-        run=tagged.run_id,
+        returning="contact_id",
+        predicate="EXISTS (SELECT 1 FROM contact_tags ct "
+        "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
+        track=await bulk_events.wanted(ctx, event, tag_id=tag.id),
         tag=tag.id,
     )
-    await bulk_events.emit_for_selection(
-        ctx,
-        "contact.tag_removed",
-        tagged.run_id,
-        extra={"tag": {"id": tag.id, "name": tag.name}},
-        tag_id=tag.id,
-    )
+    _track(removed, extra)
+    if isinstance(removed, Selection):
+        await bulk_events.emit_for_selection(
+            ctx,
+            event,
+            removed.run_id,
+            extra={"tag": {"id": tag.id, "name": tag.name}},
+            tag_id=tag.id,
+        )
     return {"success": True, "untagged": selection.submitted}
 
 
 async def _add_to_list(
     ctx: Context, selection: Selection, mailing_list: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    member = "EXISTS (SELECT 1 FROM list_members m WHERE m.contact_id = c.id AND m.list_id = :list)"
-    subscribed = await narrow(ctx, selection, "c.status = 'subscribed'")
-    joining = await narrow(ctx, subscribed, f"NOT {member}", list=mailing_list.id)
-    extra.extend([subscribed, joining])
+    """Only subscribed contacts join; one INSERT ... ON CONFLICT DO NOTHING adds those not
+    yet members, so `already_member` is the subscribed ones it did not add."""
     confirmed = not lists.effective_double_opt_in(ctx, mailing_list)
     state = "confirmed" if confirmed else "unconfirmed"
-    added = await execute(
+    event = "contact.list_joined"
+    subscribed = int(
+        await ctx.session.scalar(
+            text(
+                "SELECT count(*) FROM contacts c JOIN bulk_selection s "
+                "ON s.contact_id = c.id AND s.run_id = :run "
+                "WHERE c.workspace_id = :ws AND c.status = 'subscribed'"
+            ),
+            {"run": selection.run_id, "ws": ctx.workspace_id},
+        )
+        or 0
+    )
+    added = await change_selected(
         ctx,
+        selection,
         "INSERT INTO list_members (list_id, contact_id, workspace_id, status, created_at, "
-        "confirmed_at) SELECT :list, contact_id, :ws, :state, :now, "
-        f"{':now' if confirmed else 'NULL'} FROM bulk_selection WHERE run_id = :run",
-        run=joining.run_id,
+        f"confirmed_at) SELECT :list, c.id, c.workspace_id, :state, :now, {':now' if confirmed else 'NULL'} "
+        "FROM contacts c JOIN bulk_selection s ON s.contact_id = c.id AND s.run_id = :run "
+        "WHERE c.workspace_id = :ws AND c.status = 'subscribed' ON CONFLICT DO NOTHING",
+        returning="contact_id",
+        predicate="c.status = 'subscribed' AND NOT EXISTS (SELECT 1 FROM list_members m "
+        "WHERE m.contact_id = c.id AND m.list_id = :list)",
+        track=confirmed and await bulk_events.wanted(ctx, event, list_id=mailing_list.id),
         list=mailing_list.id,
         state=state,
     )
-    if confirmed:
+    joined = _track(added, extra)
+    if isinstance(added, Selection):
         await bulk_events.emit_for_selection(
             ctx,
-            "contact.list_joined",
-            joining.run_id,
+            event,
+            added.run_id,
             extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
             list_id=mailing_list.id,
         )
     return {
         "success": True,
-        "added": added,
-        "already_member": subscribed.size - joining.size,
-        "skipped_not_subscribed": selection.size - subscribed.size,
+        "added": joined,
+        "already_member": subscribed - joined,
+        "skipped_not_subscribed": selection.size - subscribed,
         "membership": state,
     }
 
@@ -366,25 +394,25 @@ async def _add_to_list(
 async def _remove_from_list(
     ctx: Context, selection: Selection, mailing_list: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    members = await narrow(
+    event = "contact.list_left"
+    removed = await change_selected(
         ctx,
         selection,
-        "EXISTS (SELECT 1 FROM list_members m WHERE m.contact_id = c.id AND m.list_id = :list)",
-        list=mailing_list.id,
-    )
-    extra.append(members)
-    removed = await execute(
-        ctx,
         "DELETE FROM list_members WHERE list_id = :list AND contact_id IN "
         "(SELECT contact_id FROM bulk_selection WHERE run_id = :run)",
-        run=members.run_id,
+        returning="contact_id",
+        predicate="EXISTS (SELECT 1 FROM list_members m "
+        "WHERE m.contact_id = c.id AND m.list_id = :list)",
+        track=await bulk_events.wanted(ctx, event, list_id=mailing_list.id),
         list=mailing_list.id,
     )
-    await bulk_events.emit_for_selection(
-        ctx,
-        "contact.list_left",
-        members.run_id,
-        extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
-        list_id=mailing_list.id,
-    )
-    return {"success": True, "removed": removed}
+    count = _track(removed, extra)
+    if isinstance(removed, Selection):
+        await bulk_events.emit_for_selection(
+            ctx,
+            event,
+            removed.run_id,
+            extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
+            list_id=mailing_list.id,
+        )
+    return {"success": True, "removed": count}

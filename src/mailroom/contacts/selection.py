@@ -83,36 +83,58 @@ async def narrow(ctx: Context, selection: Selection, predicate: str, **params: A
     return Selection(run_id, size, size)
 
 
-async def update_selected(
-    ctx: Context, selection: Selection, assignments: str, predicate: str
-) -> Selection:
-    """UPDATE the selected contacts for which `predicate` (fixed SQL on `c`) holds, with
-    `assignments` (may use `:now`); returns the changed ones as a new selection (for events).
-
-    PostgreSQL does both in one statement (the UPDATE's RETURNING feeds the new selection);
-    SQLite cannot put an UPDATE in a CTE, so it selects first, then updates that selection.
-    """
+async def change_selected(
+    ctx: Context,
+    selection: Selection,
+    statement: str,
+    *,
+    returning: str,
+    predicate: str,
+    track: bool,
+    **params: Any,
+) -> Selection | int:
+    """Run `statement`: one fixed INSERT ... SELECT / UPDATE / DELETE over the selection
+    (`:run`). Without `track`, returns how many rows it changed. With `track`, the contacts it
+    changed become a new selection, for their events: PostgreSQL feeds the statement's
+    `RETURNING <returning>` (a contact id) straight into it; SQLite, which has no DML in a
+    CTE, first narrows the selection by `predicate` (fixed SQL on `c`: the contacts the
+    statement will change) and runs the statement over that."""
+    if not track:
+        return await execute(ctx, statement, run=selection.run_id, **params)
     if ctx.dialect == "postgresql":
         run_id = new_id()
         size = await execute(
             ctx,
-            f"WITH changed AS (UPDATE contacts AS c SET {assignments} "
-            "WHERE c.workspace_id = :ws AND c.id IN "
-            "(SELECT contact_id FROM bulk_selection WHERE run_id = :run) "
-            f"AND ({predicate}) RETURNING c.id) "
-            "INSERT INTO bulk_selection (run_id, contact_id) SELECT :new_run, id FROM changed",
+            f"WITH changed AS ({statement} RETURNING {returning}) "
+            "INSERT INTO bulk_selection (run_id, contact_id) SELECT :new_run, * FROM changed",
             run=selection.run_id,
             new_run=run_id,
+            **params,
         )
         await refresh_statistics(ctx, size)
         return Selection(run_id, size, size)
-    changing = await narrow(ctx, selection, predicate)
-    await execute(
-        ctx,
-        f"UPDATE contacts SET {assignments} WHERE workspace_id = :ws AND {IN_SELECTION}",
-        run=changing.run_id,
-    )
+    changing = await narrow(ctx, selection, predicate, **params)
+    await execute(ctx, statement, run=changing.run_id, **params)
     return changing
+
+
+async def update_selected(
+    ctx: Context, selection: Selection, assignments: str, predicate: str, *, track: bool
+) -> Selection | int:
+    """UPDATE the selected contacts for which `predicate` (fixed SQL on `c`) holds."""
+    return await change_selected(
+        ctx,
+        selection,
+        f"UPDATE contacts AS c SET {assignments} WHERE c.workspace_id = :ws AND c.id IN "
+        f"(SELECT contact_id FROM bulk_selection WHERE run_id = :run) AND ({predicate})",
+        returning="c.id",
+        predicate=predicate,
+        track=track,
+    )
+
+
+def size_of(changed: Selection | int) -> int:
+    return changed.size if isinstance(changed, Selection) else changed
 
 
 async def refresh_statistics(ctx: Context, added: int) -> None:

@@ -89,6 +89,10 @@ async def list_contacts(
     ordering = order_by(sort, direction)
     where = and_(*conditions(ctx, f))
     total = await count_matching(ctx, f)
+    if total == 0 or page.offset >= total:
+        # Nothing to show: skip a walk that would find nothing (on PostgreSQL a status with
+        # no contacts would otherwise be a scan of the workspace: no index names `status`).
+        return [], total
     rows = await ctx.session.scalars(
         select(Contact).where(where).order_by(*ordering).offset(page.offset).limit(page.limit)
     )

@@ -83,6 +83,14 @@ def _snapshot(dialect: str, erased: bool) -> str:
     return f"{build}({pairs})"
 
 
+async def wanted(
+    ctx: Context, event_type: str, *, list_id: str | None = None, tag_id: str | None = None
+) -> bool:
+    """Whether an enabled endpoint takes `event_type` (with these dimensions): a bulk action
+    lists the contacts it changed only when their events will be written."""
+    return bool(await fanout.subscribers(ctx, event_type, {"list_id": list_id, "tag_id": tag_id}))
+
+
 async def emit_for_selection(
     ctx: Context,
     event_type: str,

@@ -21,7 +21,11 @@ class Contact(Base):
     __table_args__ = (
         UniqueConstraint("workspace_id", "email"),
         Index("ix_contacts_workspace_created", "workspace_id", "created_at", "id"),
-        Index("ix_contacts_workspace_status_created", "workspace_id", "status", "created_at"),
+        # SQLite only: on PostgreSQL no index names `status`, so status changes are HOT
+        # updates (see the migration 20261122_hot_status_updates).
+        Index(
+            "ix_contacts_workspace_status_created", "workspace_id", "status", "created_at"
+        ).ddl_if(dialect="sqlite"),
         Index("ix_contacts_workspace_email_hash", "workspace_id", "email_hash"),
         Index("ix_contacts_workspace_source", "workspace_id", "source"),
         # Substring search (`q`). SQLite scans this narrow covering index instead of the wide
@@ -35,6 +39,8 @@ class Contact(Base):
             postgresql_using="gin",
             postgresql_ops={"search_text": "gin_trgm_ops"},
         ).ddl_if(dialect="postgresql"),
+        # Room on each page for a new row version next to the old one (HOT updates).
+        {"postgresql_with": {"fillfactor": 50}},
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

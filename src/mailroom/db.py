@@ -276,8 +276,17 @@ async def bulk_insert(session: AsyncSession, model: Any, rows: Iterable[dict[str
     if dialect == "postgresql" and total >= ANALYZE_AFTER:
         # Right after a bulk load the planner's statistics still describe the table as it
         # was (often empty), and it picks nested loops that take minutes; refresh them.
-        await connection.exec_driver_sql(f"ANALYZE {table.name}")
+        await connection.exec_driver_sql(f"ANALYZE {table.name} ({_planned_columns(table)})")
     return total
+
+
+def _planned_columns(table: Any) -> str:
+    """The columns plans are estimated from: all but JSON and unbounded text, whose sampling
+    is most of ANALYZE's time (~0.3 s of 50,000 contacts) and which no plan needs statistics
+    for; autovacuum analyzes them later."""
+    return ", ".join(
+        column.name for column in table.columns if not isinstance(column.type, JSON | Text)
+    )
 
 
 def _chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -73,7 +73,7 @@ def read_csv(text: str) -> tuple[list[str], Iterator[list[str]]]:
     def rows() -> Iterator[list[str]]:
         try:
             for row in reader:
-                if any(cell.strip() for cell in row):
+                if "".join(row).strip():  # one C call instead of a generator per row
                     yield row
         except csv.Error as exc:
             raise ApiError(400, f"The file is not readable as CSV: {exc}") from None

@@ -33,6 +33,9 @@ from mailroom.suppressions.service import stronger
 from mailroom.webhooks import fanout
 
 
+STREAM_BATCH = 5000
+
+
 @dataclass(slots=True)
 class Existing:
     id: str
@@ -71,7 +74,9 @@ async def existing_contacts(ctx: Context, emails: list[str]) -> dict[str, Existi
         "custom_fields::text" if ctx.dialect == "postgresql" else "custom_fields"
     )
     for chunk in chunks(ctx.session, emails):
-        result = await ctx.session.execute(
+        # Streamed in batches: 50,000 driver records and result rows at once would be the
+        # import's peak memory.
+        result = await ctx.session.stream(
             select(
                 Contact.email,
                 Contact.id,
@@ -80,12 +85,15 @@ async def existing_contacts(ctx: Context, emails: list[str]) -> dict[str, Existi
                 Contact.last_name,
                 Contact.source,
                 custom,
-            ).where(
+            )
+            .where(
                 Contact.workspace_id == ctx.workspace_id, among(ctx.session, Contact.email, chunk)
             )
+            .execution_options(yield_per=STREAM_BATCH)
         )
-        for email, contact_id, status, first, last, source, fields in result.all():
-            found[email] = Existing(contact_id, status, first, last, source, fields)
+        async for batch in result.partitions():
+            for email, contact_id, status, first, last, source, fields in batch:
+                found[email] = Existing(contact_id, status, first, last, source, fields)
     return found
 
 
@@ -121,20 +129,21 @@ async def attach_tags(
     }
     existing_ids = [ids[e] for e in existing_emails if found[e].tags]
     for chunk in chunks(ctx.session, existing_ids):
-        present = await ctx.session.execute(
-            select(ContactTag.contact_id, ContactTag.tag_id).where(
-                among(ctx.session, ContactTag.contact_id, chunk)
-            )
+        present = await ctx.session.stream(
+            select(ContactTag.contact_id, ContactTag.tag_id)
+            .where(among(ctx.session, ContactTag.contact_id, chunk))
+            .execution_options(yield_per=STREAM_BATCH)
         )
-        pairs.difference_update(tuple(p) for p in present.all())
+        async for batch in present.partitions():
+            pairs.difference_update(tuple(p) for p in batch)
     now = utcnow()
     await bulk_insert(
         ctx.session,
         ContactTag,
-        [
+        (
             {"contact_id": c, "tag_id": t, "workspace_id": ctx.workspace_id, "created_at": now}
             for c, t in pairs
-        ],
+        ),
     )
     return len(pairs)
 

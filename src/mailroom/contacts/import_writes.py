@@ -18,7 +18,7 @@ from mailroom.core.dbtypes import UTCDateTime
 from mailroom.core.emails import email_domain, mask_email
 from mailroom.core.ids import new_id
 from mailroom.core.text import fold
-from mailroom.db import among, bulk_insert, chunks
+from mailroom.db import AMONG, among, bulk_insert, chunks
 from mailroom.events import bulk as bulk_events
 from mailroom.lists import service as lists
 from mailroom.models import (
@@ -31,7 +31,6 @@ from mailroom.models import (
 )
 from mailroom.suppressions.service import stronger
 from mailroom.webhooks import fanout
-
 
 STREAM_BATCH = 5000
 
@@ -61,8 +60,9 @@ async def suppression_rows(ctx: Context, hashes: list[str]) -> dict[str, Suppres
         rows = await ctx.session.scalars(
             select(Suppression).where(
                 Suppression.workspace_id == ctx.workspace_id,
-                among(ctx.session, Suppression.email_hash, chunk),
-            )
+                among(ctx.session, Suppression.email_hash),
+            ),
+            {AMONG: chunk},
         )
         found.update({row.email_hash: row for row in rows.all()})
     return found
@@ -86,10 +86,9 @@ async def existing_contacts(ctx: Context, emails: list[str]) -> dict[str, Existi
                 Contact.source,
                 custom,
             )
-            .where(
-                Contact.workspace_id == ctx.workspace_id, among(ctx.session, Contact.email, chunk)
-            )
-            .execution_options(yield_per=STREAM_BATCH)
+            .where(Contact.workspace_id == ctx.workspace_id, among(ctx.session, Contact.email))
+            .execution_options(yield_per=STREAM_BATCH),
+            {AMONG: chunk},
         )
         async for batch in result.partitions():
             for email, contact_id, status, first, last, source, fields in batch:
@@ -131,8 +130,9 @@ async def attach_tags(
     for chunk in chunks(ctx.session, existing_ids):
         present = await ctx.session.stream(
             select(ContactTag.contact_id, ContactTag.tag_id)
-            .where(among(ctx.session, ContactTag.contact_id, chunk))
-            .execution_options(yield_per=STREAM_BATCH)
+            .where(among(ctx.session, ContactTag.contact_id))
+            .execution_options(yield_per=STREAM_BATCH),
+            {AMONG: chunk},
         )
         async for batch in present.partitions():
             pairs.difference_update(tuple(p) for p in batch)
@@ -186,8 +186,9 @@ async def suppress_file_statuses(
         for chunk in chunks(ctx.session, row_ids):
             await ctx.session.execute(
                 update(Suppression)
-                .where(among(ctx.session, Suppression.id, chunk))
-                .values(reason=reason, source="import", updated_at=now)
+                .where(among(ctx.session, Suppression.id))
+                .values(reason=reason, source="import", updated_at=now),
+                {AMONG: chunk},
             )
 
 
@@ -215,8 +216,9 @@ async def join_list(
                 await ctx.session.scalars(
                     select(ListMember.contact_id).where(
                         ListMember.list_id == mailing_list.id,
-                        among(ctx.session, ListMember.contact_id, chunk),
-                    )
+                        among(ctx.session, ListMember.contact_id),
+                    ),
+                    {AMONG: chunk},
                 )
             ).all()
         )

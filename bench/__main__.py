@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import importlib
 import pkgutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,11 +31,17 @@ def main() -> None:
     unknown = set(names) - set(available())
     if unknown:
         sys.exit(f"unknown benchmark(s): {sorted(unknown)}; available: {available()}")
-    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    for name in names:
-        module = importlib.import_module(f"bench.bench_{name}")
-        for backend in backends:
-            asyncio.run(module.run(BenchContext(backend, pg_url())))
+    if args.backend == "both" or len(names) > 1:
+        # Each benchmark and backend in a fresh process: memory figures (peak RSS) are then
+        # that run's own, not what an earlier run left in this process.
+        backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+        for name in names:
+            for backend in backends:
+                command = [sys.executable, "-m", "bench", name, "--backend", backend]
+                subprocess.run(command, check=True)
+        return
+    module = importlib.import_module(f"bench.bench_{names[0]}")
+    asyncio.run(module.run(BenchContext(args.backend, pg_url())))
 
 
 if __name__ == "__main__":

@@ -121,7 +121,10 @@ def _placeholder_domain(domain: str) -> str | None:
 
 
 def split_tags(cell: str) -> list[str]:
-    return [t.strip() for t in cell.replace("|", ";").split(";") if t.strip()]
+    if ";" not in cell and "|" not in cell:  # the common one-tag cell, without a list pass
+        tag = cell.strip()
+        return [tag] if tag else []
+    return [t for t in (part.strip() for part in cell.replace("|", ";").split(";")) if t]
 
 
 @dataclass(slots=True)

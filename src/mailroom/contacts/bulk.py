@@ -24,8 +24,8 @@ from mailroom.contacts.selection import (
     narrow,
     release,
     select_contacts,
-    size_of,
     update_selected,
+    update_sql,
 )
 from mailroom.core.auth import Principal
 from mailroom.core.context import Context
@@ -168,9 +168,7 @@ async def _act(
             selection,
             "previous_status = status, status = 'archived', updated_at = :now",
             "c.status <> 'archived'",
-            track=False,
         )
-        assert isinstance(archived, int)
         return {
             "success": True,
             "archived": archived,
@@ -195,27 +193,52 @@ async def _act(
     return await _remove_from_list(ctx, selection, mailing_list, extra)
 
 
-def _track(changed: Selection | int, extra: list[Selection]) -> int:
-    """Keep a tracked sub-selection for release; return how many rows changed."""
-    if isinstance(changed, Selection):
-        extra.append(changed)
-    return size_of(changed)
+async def _change_and_emit(
+    ctx: Context,
+    selection: Selection,
+    extra: list[Selection],
+    statement: str,
+    *,
+    event: str,
+    returning: str,
+    predicate: str,
+    payload: dict[str, Any] | None = None,
+    list_id: str | None = None,
+    tag_id: str | None = None,
+    emit: bool = True,
+    **params: Any,
+) -> int:
+    """Run one statement over the selection (see `change_selected`) and write `event` for
+    each contact it changed, listing them only when an endpoint takes the event. Returns how
+    many rows changed."""
+    track = emit and await bulk_events.wanted(ctx, event, list_id=list_id, tag_id=tag_id)
+    changed = await change_selected(
+        ctx, selection, statement, returning=returning, predicate=predicate, track=track, **params
+    )
+    if not isinstance(changed, Selection):
+        return changed
+    extra.append(changed)
+    await bulk_events.emit_for_selection(
+        ctx, event, changed.run_id, extra=payload, list_id=list_id, tag_id=tag_id
+    )
+    return changed.size
 
 
 async def _unsubscribe(
     ctx: Context, selection: Selection, suppress: bool, extra: list[Selection]
 ) -> dict[str, Any]:
-    event = "contact.unsubscribed"
-    changed = await update_selected(
+    subscribed = "c.status = 'subscribed'"
+    unsubscribed = await _change_and_emit(
         ctx,
         selection,
-        "status = 'unsubscribed', unsubscribed_at = :now, updated_at = :now",
-        "c.status = 'subscribed'",
-        track=await bulk_events.wanted(ctx, event),
+        extra,
+        update_sql(
+            "status = 'unsubscribed', unsubscribed_at = :now, updated_at = :now", subscribed
+        ),
+        event="contact.unsubscribed",
+        returning="c.id",
+        predicate=subscribed,
     )
-    unsubscribed = _track(changed, extra)
-    if isinstance(changed, Selection):
-        await bulk_events.emit_for_selection(ctx, event, changed.run_id)
     suppressed = 0
     if suppress:
         suppressed = await suppress_selection(ctx, selection, reason="unsubscribed", source="bulk")
@@ -285,58 +308,52 @@ async def _delete(ctx: Context, selection: Selection, *, erase: bool) -> None:
     )
 
 
+def _tag_payload(tag: Any) -> dict[str, Any]:
+    return {"tag": {"id": tag.id, "name": tag.name}}
+
+
+def _list_payload(mailing_list: Any) -> dict[str, Any]:
+    return {"list": {"id": mailing_list.id, "name": mailing_list.name}}
+
+
 async def _add_tag(
     ctx: Context, selection: Selection, tag: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    event = "contact.tag_added"
-    added = await change_selected(
+    await _change_and_emit(
         ctx,
         selection,
+        extra,
         "INSERT INTO contact_tags (contact_id, tag_id, workspace_id, created_at) "
         "SELECT contact_id, :tag, :ws, :now FROM bulk_selection WHERE run_id = :run "
         "ON CONFLICT DO NOTHING",
+        event="contact.tag_added",
         returning="contact_id",
         predicate="NOT EXISTS (SELECT 1 FROM contact_tags ct "
         "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
-        track=await bulk_events.wanted(ctx, event, tag_id=tag.id),
+        payload=_tag_payload(tag),
+        tag_id=tag.id,
         tag=tag.id,
     )
-    _track(added, extra)
-    if isinstance(added, Selection):
-        await bulk_events.emit_for_selection(
-            ctx,
-            event,
-            added.run_id,
-            extra={"tag": {"id": tag.id, "name": tag.name}},
-            tag_id=tag.id,
-        )
     return {"success": True, "tagged": selection.submitted}
 
 
 async def _remove_tag(
     ctx: Context, selection: Selection, tag: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    event = "contact.tag_removed"
-    removed = await change_selected(
+    await _change_and_emit(
         ctx,
         selection,
+        extra,
         "DELETE FROM contact_tags WHERE tag_id = :tag AND contact_id IN "
         "(SELECT contact_id FROM bulk_selection WHERE run_id = :run)",
+        event="contact.tag_removed",
         returning="contact_id",
         predicate="EXISTS (SELECT 1 FROM contact_tags ct "
         "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
-        track=await bulk_events.wanted(ctx, event, tag_id=tag.id),
+        payload=_tag_payload(tag),
+        tag_id=tag.id,
         tag=tag.id,
     )
-    _track(removed, extra)
-    if isinstance(removed, Selection):
-        await bulk_events.emit_for_selection(
-            ctx,
-            event,
-            removed.run_id,
-            extra={"tag": {"id": tag.id, "name": tag.name}},
-            tag_id=tag.id,
-        )
     return {"success": True, "untagged": selection.submitted}
 
 
@@ -344,10 +361,10 @@ async def _add_to_list(
     ctx: Context, selection: Selection, mailing_list: Any, extra: list[Selection]
 ) -> dict[str, Any]:
     """Only subscribed contacts join; one INSERT ... ON CONFLICT DO NOTHING adds those not
-    yet members, so `already_member` is the subscribed ones it did not add."""
+    yet members, so `already_member` is the subscribed ones it did not add. Only a confirmed
+    join is a `contact.list_joined`."""
     confirmed = not lists.effective_double_opt_in(ctx, mailing_list)
     state = "confirmed" if confirmed else "unconfirmed"
-    event = "contact.list_joined"
     subscribed = int(
         await ctx.session.scalar(
             text(
@@ -359,33 +376,29 @@ async def _add_to_list(
         )
         or 0
     )
-    added = await change_selected(
+    added = await _change_and_emit(
         ctx,
         selection,
+        extra,
         "INSERT INTO list_members (list_id, contact_id, workspace_id, status, created_at, "
-        f"confirmed_at) SELECT :list, c.id, c.workspace_id, :state, :now, {':now' if confirmed else 'NULL'} "
-        "FROM contacts c JOIN bulk_selection s ON s.contact_id = c.id AND s.run_id = :run "
+        "confirmed_at) SELECT :list, c.id, c.workspace_id, :state, :now, "
+        f"{':now' if confirmed else 'NULL'} FROM contacts c JOIN bulk_selection s "
+        "ON s.contact_id = c.id AND s.run_id = :run "
         "WHERE c.workspace_id = :ws AND c.status = 'subscribed' ON CONFLICT DO NOTHING",
+        event="contact.list_joined",
         returning="contact_id",
         predicate="c.status = 'subscribed' AND NOT EXISTS (SELECT 1 FROM list_members m "
         "WHERE m.contact_id = c.id AND m.list_id = :list)",
-        track=confirmed and await bulk_events.wanted(ctx, event, list_id=mailing_list.id),
+        payload=_list_payload(mailing_list),
+        list_id=mailing_list.id,
+        emit=confirmed,
         list=mailing_list.id,
         state=state,
     )
-    joined = _track(added, extra)
-    if isinstance(added, Selection):
-        await bulk_events.emit_for_selection(
-            ctx,
-            event,
-            added.run_id,
-            extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
-            list_id=mailing_list.id,
-        )
     return {
         "success": True,
-        "added": joined,
-        "already_member": subscribed - joined,
+        "added": added,
+        "already_member": subscribed - added,
         "skipped_not_subscribed": selection.size - subscribed,
         "membership": state,
     }
@@ -394,25 +407,18 @@ async def _add_to_list(
 async def _remove_from_list(
     ctx: Context, selection: Selection, mailing_list: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    event = "contact.list_left"
-    removed = await change_selected(
+    removed = await _change_and_emit(
         ctx,
         selection,
+        extra,
         "DELETE FROM list_members WHERE list_id = :list AND contact_id IN "
         "(SELECT contact_id FROM bulk_selection WHERE run_id = :run)",
+        event="contact.list_left",
         returning="contact_id",
         predicate="EXISTS (SELECT 1 FROM list_members m "
         "WHERE m.contact_id = c.id AND m.list_id = :list)",
-        track=await bulk_events.wanted(ctx, event, list_id=mailing_list.id),
+        payload=_list_payload(mailing_list),
+        list_id=mailing_list.id,
         list=mailing_list.id,
     )
-    count = _track(removed, extra)
-    if isinstance(removed, Selection):
-        await bulk_events.emit_for_selection(
-            ctx,
-            event,
-            removed.run_id,
-            extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
-            list_id=mailing_list.id,
-        )
-    return {"success": True, "removed": count}
+    return {"success": True, "removed": removed}

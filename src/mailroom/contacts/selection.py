@@ -118,23 +118,28 @@ async def change_selected(
     return changing
 
 
-async def update_selected(
-    ctx: Context, selection: Selection, assignments: str, predicate: str, *, track: bool
-) -> Selection | int:
+def update_sql(assignments: str, predicate: str) -> str:
     """UPDATE the selected contacts for which `predicate` (fixed SQL on `c`) holds."""
-    return await change_selected(
-        ctx,
-        selection,
+    return (
         f"UPDATE contacts AS c SET {assignments} WHERE c.workspace_id = :ws AND c.id IN "
-        f"(SELECT contact_id FROM bulk_selection WHERE run_id = :run) AND ({predicate})",
-        returning="c.id",
-        predicate=predicate,
-        track=track,
+        f"(SELECT contact_id FROM bulk_selection WHERE run_id = :run) AND ({predicate})"
     )
 
 
-def size_of(changed: Selection | int) -> int:
-    return changed.size if isinstance(changed, Selection) else changed
+async def update_selected(
+    ctx: Context, selection: Selection, assignments: str, predicate: str
+) -> int:
+    """How many selected contacts `update_sql` changed (nothing tracked)."""
+    changed = await change_selected(
+        ctx,
+        selection,
+        update_sql(assignments, predicate),
+        returning="c.id",
+        predicate=predicate,
+        track=False,
+    )
+    assert isinstance(changed, int)
+    return changed
 
 
 async def refresh_statistics(ctx: Context, added: int) -> None:

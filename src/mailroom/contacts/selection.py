@@ -129,17 +129,8 @@ def update_sql(assignments: str, predicate: str) -> str:
 async def update_selected(
     ctx: Context, selection: Selection, assignments: str, predicate: str
 ) -> int:
-    """How many selected contacts `update_sql` changed (nothing tracked)."""
-    changed = await change_selected(
-        ctx,
-        selection,
-        update_sql(assignments, predicate),
-        returning="c.id",
-        predicate=predicate,
-        track=False,
-    )
-    assert isinstance(changed, int)
-    return changed
+    """How many selected contacts `update_sql` changed."""
+    return await execute(ctx, update_sql(assignments, predicate), run=selection.run_id)
 
 
 async def refresh_statistics(ctx: Context, added: int) -> None:

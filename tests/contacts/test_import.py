@@ -88,6 +88,22 @@ async def test_over_5_mb_is_413(client, ws):
     assert "5 MB" in response.json()["error"]
 
 
+@pytest.mark.parametrize("where", ["header", "late row"])
+async def test_a_file_that_is_not_utf8_is_400_and_nothing_is_imported(client, ws, where):
+    rows = [f"person{i}@acme.io,P{i}" for i in range(3000)]
+    header = "email,first_name" if where == "late row" else "email,pr\xe9nom"
+    content = "\n".join([header, *rows]).encode()
+    if where == "late row":
+        content += "\nlatin@acme.io,Andr\xe9\n".encode("latin-1")
+    else:
+        content = content.replace("pr\xe9nom".encode(), "pr\xe9nom".encode("latin-1"))
+    response = await _import(client, ws, content)
+    assert response.status_code == 400
+    assert response.json() == {"error": "The file must be UTF-8 encoded CSV"}
+    listing = await client.get("/api/v1/contacts", headers=ws.headers)
+    assert listing.json()["pagination"]["total"] == 0
+
+
 @pytest.mark.parametrize("content", ["", "email,first_name\n", "\n\n"])
 async def test_empty_file_is_422_with_counts(client, ws, content):
     response = await _import(client, ws, content)

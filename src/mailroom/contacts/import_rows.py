@@ -43,11 +43,7 @@ RESERVED_TLDS = ("test", "invalid", "localhost", "example")
 ROLE_MAILBOXES = ("abuse", "postmaster")
 
 
-def decode(content: bytes) -> str:
-    try:
-        return content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ApiError(400, "The file must be UTF-8 encoded CSV") from None
+NOT_UTF8 = "The file must be UTF-8 encoded CSV"
 
 
 def detect_delimiter(text: str) -> str:
@@ -65,10 +61,17 @@ def detect_delimiter(text: str) -> str:
     return best if counts[best] else ","
 
 
-def read_csv(text: str) -> tuple[list[str], Iterator[list[str]]]:
-    """The header and an iterator over the non-blank data rows (read lazily: a 50,000-row
-    file is never held as a list of lists)."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=detect_delimiter(text))
+def read_csv(content: bytes) -> tuple[list[str], Iterator[list[str]]]:
+    """The header and an iterator over the non-blank data rows, decoded as they are read:
+    neither the whole text (nor StringIO's 4-bytes-a-character copy of it) nor a list of
+    50,000 rows is ever held."""
+    stream = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8-sig", newline="")
+    try:
+        delimiter = detect_delimiter(stream.readline())
+    except UnicodeDecodeError:
+        raise ApiError(400, NOT_UTF8) from None
+    stream.seek(0)
+    reader = csv.reader(stream, delimiter=delimiter)
 
     def rows() -> Iterator[list[str]]:
         try:
@@ -77,6 +80,8 @@ def read_csv(text: str) -> tuple[list[str], Iterator[list[str]]]:
                     yield row
         except csv.Error as exc:
             raise ApiError(400, f"The file is not readable as CSV: {exc}") from None
+        except UnicodeDecodeError:
+            raise ApiError(400, NOT_UTF8) from None
 
     lines = rows()
     header = next(lines, None)

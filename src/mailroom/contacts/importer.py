@@ -148,7 +148,7 @@ async def import_csv(
 
     now = utcnow()
     report = Report()
-    headers, data = rows_.read_csv(rows_.decode(content))
+    headers, data = rows_.read_csv(content)
     first_row = next(data, None)
     if not headers or first_row is None:
         raise ApiError(422, NO_ROWS, invalid=0, skipped_unconfirmed=0)

@@ -121,8 +121,8 @@ async def change_selected(
 def update_sql(assignments: str, predicate: str) -> str:
     """UPDATE the selected contacts for which `predicate` (fixed SQL on `c`) holds."""
     return (
-        f"UPDATE contacts AS c SET {assignments} WHERE c.workspace_id = :ws AND c.id IN "
-        f"(SELECT contact_id FROM bulk_selection WHERE run_id = :run) AND ({predicate})"
+        f"UPDATE contacts AS c SET {assignments} "
+        f"WHERE c.workspace_id = :ws AND c.{IN_SELECTION} AND ({predicate})"
     )
 
 

@@ -14,18 +14,27 @@ from starlette.routing import Route
 from mailroom import API_VERSION
 from mailroom.accounts.api import router as account_router
 from mailroom.audit.api import router as audit_router
+from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.db import Database
+from mailroom.domains.api import router as domains_router
 from mailroom.lists.api import router as lists_router
 from mailroom.mcp.server import MCP_PATH, McpHttpEndpoint
 from mailroom.media.api import public_router as media_public_router
 from mailroom.media.api import router as media_router
+from mailroom.pages.api import router as pages_router
+from mailroom.segments.api import router as segments_router
+from mailroom.sending.api import router as sending_router
 from mailroom.settings import Settings, get_settings
 from mailroom.suppressions.api import router as suppressions_router
 from mailroom.system.api import router as system_router
 from mailroom.tags.api import router as tags_router
+from mailroom.templates.api import router as templates_router
+from mailroom.web.bodylimit import BodyLimitMiddleware
 from mailroom.web.errors import install_error_handlers
+from mailroom.web.idempotency import IdempotencyMiddleware
+from mailroom.web.methods import MethodMiddleware
 from mailroom.web.middleware import ApiKeyMiddleware
 from mailroom.web.openapi import build_openapi
 from mailroom.webhooks.api import router as webhooks_router
@@ -35,7 +44,7 @@ DESCRIPTION = """\
 Mailroom's JSON API. Every `/api/v1` call needs a workspace API key in the `x-api-key` header;
 each operation names the permission it needs. Errors are `{"error": "<message>"}` plus named
 extras. Writes (POST, PUT, PATCH, DELETE) count toward the plan's hourly write limit; reads
-never do.
+never do, and neither do previews (POST operations marked `x-read-only`).
 """
 
 ROUTERS = [
@@ -48,8 +57,14 @@ ROUTERS = [
     custom_fields_router,
     suppressions_router,
     webhooks_router,
+    templates_router,
+    segments_router,
+    domains_router,
+    campaigns_router,
+    sending_router,
     media_router,
     media_public_router,
+    pages_router,
 ]
 
 
@@ -86,6 +101,11 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     app.state.db = db
     app.state.settings = settings
     install_error_handlers(app)
+    # Added innermost first: the key check runs before the others look at the request, and
+    # a body is capped before the idempotency check reads it.
+    app.add_middleware(IdempotencyMiddleware)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
+    app.add_middleware(MethodMiddleware)
     app.add_middleware(ApiKeyMiddleware)
     for router in ROUTERS:
         app.include_router(router)
@@ -101,5 +121,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
 
 
 def create_served_app() -> FastAPI:
-    """Factory for `uvicorn --factory` (used by `mailroom serve`, one per server process)."""
-    return create_app(run_worker=os.environ.get("MAILROOM_SERVE_WORKER", "1") == "1")
+    """Factory for `uvicorn --factory` (used by `mailroom serve`, one per server process; also
+    usable with uvicorn directly, so the data directory is made private here too)."""
+    settings = get_settings()
+    settings.prepare_storage()
+    return create_app(settings, run_worker=os.environ.get("MAILROOM_SERVE_WORKER", "1") == "1")

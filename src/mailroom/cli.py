@@ -66,6 +66,7 @@ async def _with_db(work: Callable[[Database], Awaitable[T]], settings: Settings 
     """Open the database (migrated to the latest schema), run `work`, close."""
     settings = settings or get_settings()
     url = settings.resolved_database_url
+    settings.prepare_storage()
     await upgrade(url)
     db = Database(url)
     try:
@@ -102,6 +103,7 @@ def serve(
     import uvicorn
 
     settings = get_settings()
+    settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
     os.environ["MAILROOM_SERVE_WORKER"] = "0" if no_worker else "1"
     out.print(f"Mailroom {__version__} (API {API_VERSION}) on http://{host}:{port}")
@@ -126,6 +128,7 @@ def worker() -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = get_settings()
+    settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
     asyncio.run(run_forever(settings))
 
@@ -133,8 +136,9 @@ def worker() -> None:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration to the database in MAILROOM_DATABASE_URL."""
-    url = get_settings().resolved_database_url
-    asyncio.run(upgrade(url))
+    settings = get_settings()
+    settings.prepare_storage()
+    asyncio.run(upgrade(settings.resolved_database_url))
     out.print("Database is up to date.")
 
 
@@ -382,6 +386,7 @@ def mcp_stdio() -> None:
     settings = get_settings()
 
     async def work() -> None:
+        settings.prepare_storage()
         await upgrade(settings.resolved_database_url)
         api = create_app(settings)
         try:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -143,6 +144,28 @@ def insert_ignoring_conflicts(session: AsyncSession, model: Any) -> Any:
     return sqlite_insert(model).on_conflict_do_nothing()
 
 
+# Worker hosts refresh their heartbeat this often (worker.py), and one silent for
+# HEARTBEAT_STALE_SECONDS is dead: three missed beats, so a slow beat is not a death.
+HEARTBEAT_SECONDS = 5
+HEARTBEAT_STALE_SECONDS = 15
+
+
+async def serialise(session: AsyncSession, *keys: str) -> None:
+    """Until this transaction ends, one transaction at a time holds each of `keys`: "count,
+    then insert" under a cap becomes one step. PostgreSQL takes transaction-scoped advisory
+    locks (READ COMMITTED would let two writers both count N and both insert); SQLite's write
+    transaction is exclusive already. Re-entrant within a transaction.
+
+    Lock order, to never wait crosswise: an account's `contact-cap:<account>` before a
+    workspace's `custom-fields:<workspace>` (imports and contact creates register fields)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    for key in keys:
+        await session.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+        )
+
+
 class DueWork:
     """Columns of a row that background work picks up when due (see `claim_due`)."""
 
@@ -155,6 +178,24 @@ class DueWork:
 DueRow = TypeVar("DueRow", bound=DueWork)
 
 
+def due_work_models() -> list[Any]:
+    """Every mapped table carrying `DueWork` columns (once `mailroom.models` is imported)."""
+    return [m for m in DueWork.__subclasses__() if hasattr(m, "__table__")]
+
+
+def dead_workers(dialect: str, now: datetime) -> Any:
+    """`SELECT id FROM workers` whose heartbeat is stale.
+
+    PostgreSQL judges by its own clock (heartbeats are written with `now()` there too), so
+    workers on machines whose clocks disagree never take each other for dead; SQLite has one
+    machine and one clock.
+    """
+    workers = Base.metadata.tables["workers"]
+    stale = timedelta(seconds=HEARTBEAT_STALE_SECONDS)
+    before: Any = func.now() - stale if dialect == "postgresql" else now - stale
+    return select(workers.c.id).where(workers.c.heartbeat_at < before)
+
+
 async def claim_due(
     session: AsyncSession,
     model: type[DueRow],
@@ -163,31 +204,46 @@ async def claim_due(
     limit: int,
     lease_seconds: int,
     where: Sequence[ColumnElement[bool]] = (),
+    order_by: Sequence[Any] = (),
     now: datetime | None = None,
 ) -> list[DueRow]:
     """Lease up to `limit` due rows of `model` to `worker_id` and return them.
 
-    A row is due when it is `pending`, its `run_at` has come, and no live lease holds it. The
-    lease is the crash story: a worker that dies never releases its rows, so they become due
-    again when `locked_until` passes, and another worker claims them (at-least-once).
+    A row is due when it is `pending`, its `run_at` has come, and no live claim holds it: no
+    lease, a lease that has run out, or a lease held by a worker whose heartbeat is stale
+    (worker.py keeps one per running host). So a killed worker's rows come back within
+    seconds, and the lease is the backstop for claimers without a heartbeat row (tests,
+    one-off commands) or when the workers table was emptied (at-least-once either way).
+
+    Why a condition here rather than a reaper clearing dead workers' locks: it covers every
+    DueWork table with no extra loop, no index on `locked_by` and no reaper delay, and it
+    costs one uncorrelated subquery over the handful of worker rows, which PostgreSQL hashes
+    once per statement (SQLite builds it once too); the scan still walks the
+    `(status, run_at)` index, so the claim stays one index-ordered statement.
     On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets many workers claim concurrently without ever
     taking the same row; on SQLite the write transaction itself is exclusive.
+    `order_by` picks which due rows go first (default: the longest due).
     The caller commits right after claiming, then works the rows in later transactions.
     """
     now = now or utcnow()
     table: Any = model
+    dialect = session.get_bind().dialect.name
     due = (
         select(table.id)
         .where(
             table.status == "pending",
             table.run_at <= now,
-            or_(table.locked_until.is_(None), table.locked_until < now),
+            or_(
+                table.locked_until.is_(None),
+                table.locked_until < now,
+                table.locked_by.in_(dead_workers(dialect, now)),
+            ),
             *where,
         )
-        .order_by(table.run_at)
+        .order_by(*(order_by or (table.run_at,)))
         .limit(limit)
     )
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect == "postgresql":
         due = due.with_for_update(skip_locked=True)
     stmt = (
         update(table)
@@ -197,7 +253,7 @@ async def claim_due(
         .execution_options(synchronize_session=False)
     )
     rows = list((await session.scalars(stmt)).all())
-    rows.sort(key=lambda row: row.run_at)
+    rows.sort(key=lambda row: row.run_at)  # RETURNING has no order
     return rows
 
 

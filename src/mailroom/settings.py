@@ -6,12 +6,21 @@ Settings are read from the environment once per process (`get_settings()`); test
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+
+# DNS names of the advised records; `_` is allowed, as in `_spf.example.net`.
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_HOSTNAME = re.compile(rf"(?:{_LABEL}\.)+{_LABEL}")
+_LABEL_PREFIX = re.compile(r"[a-z][a-z0-9-]{0,39}")
 
 
 class Settings(BaseSettings):
@@ -24,6 +33,11 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     secret_key: str = ""
     smtp_url: str = ""
+    # The sending engine: persistent SMTP connections, processes that render and DKIM-sign
+    # (unset: one per core; 0: a thread of the worker), rows claimed per batch.
+    smtp_connections: int = 8
+    send_processes: int | None = None
+    send_batch: int = 200
     media_dir: Path | None = None
     # Image hosting: `local` (files under media_dir, served by Mailroom), `s3` (any
     # S3-compatible store; for several machines) or `off`.
@@ -38,12 +52,23 @@ class Settings(BaseSettings):
     webhook_retry_delays: list[int] = Field(default_factory=lambda: [30, 300, 3600, 18000])
     webhook_allow_networks: list[str] = Field(default_factory=list)
     dns_nameservers: list[str] = Field(default_factory=list)
+    # Sending domains (domains/): the DNS records each domain is advised to publish besides its
+    # DKIM key. SPF: `include:<spf_include>` (the relay's SPF name); unset, no SPF record is
+    # advised. Return path: `<return_path_subdomain>.<domain>` CNAME `<return_path_domain>`
+    # (the operator's bounce host); unset, no CNAME is advised. DMARC: `p=<dmarc_policy>`.
+    spf_include: str = ""
+    return_path_domain: str = ""
+    return_path_subdomain: str = "bounces"
+    dmarc_policy: str = "none"
+    # DKIM selectors are `<prefix><yyyymm><4 hex>`, a new one for every key.
+    dkim_selector_prefix: str = "mr"
     # Background loops: how often they look for due rows when idle, in seconds.
     worker_poll_interval: float = 1.0
-    # A claimed row whose worker died becomes due again after this many seconds.
+    # The backstop for claimed rows: due again after this many seconds whatever happened to
+    # their worker. A dead worker's rows come back sooner, ~15 s after its last heartbeat.
     worker_lease_seconds: int = 300
     # Largest accepted JSON body; multipart uploads have their own limits.
-    max_json_body_bytes: int = 4 * 1024 * 1024
+    max_json_body_bytes: int = 2 * 1024 * 1024  # 413 past this (web.bodylimit)
 
     @field_validator("webhook_retry_delays", mode="before")
     @classmethod
@@ -60,6 +85,31 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("spf_include", "return_path_domain", mode="after")
+    @classmethod
+    def _hostname(cls, value: str) -> str:
+        host = value.strip().lower().rstrip(".")
+        if host and not _HOSTNAME.fullmatch(host):
+            raise ValueError(f"{value!r} is not a hostname")
+        return host
+
+    @field_validator("return_path_subdomain", "dkim_selector_prefix", mode="after")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        # Part of one DNS label: the selector adds 10 characters to the prefix.
+        label = value.strip().lower()
+        if not _LABEL_PREFIX.fullmatch(label):
+            raise ValueError(f"{value!r} must be letters, digits and hyphens, 1-40, from a letter")
+        return label
+
+    @field_validator("dmarc_policy", mode="after")
+    @classmethod
+    def _dmarc_policy(cls, value: str) -> str:
+        policy = value.strip().lower()
+        if policy not in ("none", "quarantine", "reject"):
+            raise ValueError("dmarc_policy must be none, quarantine or reject")
+        return policy
 
     @property
     def resolved_database_url(self) -> str:
@@ -78,15 +128,59 @@ class Settings(BaseSettings):
             return self.secret_key
         path = self.data_dir / "secret_key"
         if not path.exists():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_urlsafe(48))
-            path.chmod(0o600)
+            private_dir(self.data_dir)
+            write_private_once(path, secrets.token_urlsafe(48))
         self.secret_key = path.read_text().strip()
         return self.secret_key
 
     @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite database file, when the database is a SQLite file."""
+        url = make_url(self.resolved_database_url)
+        if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+            return None
+        return Path(url.database)
+
+    def prepare_storage(self) -> None:
+        """Create the data directory and the SQLite file private (0700, 0600) before anything
+        else creates them with the umask's modes: the database holds webhook signing secrets
+        and the directory the installation secret. SQLite gives its -wal and -shm files the
+        database file's mode. Existing ones are left as the operator made them."""
+        private_dir(self.data_dir)
+        path = self.sqlite_path
+        if path is None:
+            return
+        private_dir(path.parent)
+        # An empty file is a valid empty database; an existing one stays as it is.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+    @property
     def is_sqlite(self) -> bool:
         return self.resolved_database_url.startswith("sqlite")
+
+
+def private_dir(path: Path) -> None:
+    """`mkdir -p`, the last directory made 0700 from the start (parents made as usual)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def write_private_once(path: Path, content: str) -> None:
+    """Create `path` holding `content`, readable by the owner only at every moment, unless it
+    exists. The content is written to a private temporary file and linked into place, so a
+    process starting at the same time reads either no file or the whole one; a link never
+    replaces, so the first writer wins and every process uses its secret."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process was first: use theirs
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 @lru_cache

@@ -2,8 +2,9 @@
 
 `mailroom worker` runs it alone; `mailroom serve` runs it in-process unless `--no-worker`.
 Each loop ticks, and sleeps only when a tick found nothing to do. Stopping (SIGTERM) lets the
-current tick finish; rows a killed worker leaves half-done are leased, so another worker picks
-them up when the lease runs out.
+current tick finish, then hands back every row the host still holds and removes its heartbeat
+row. A killed host cannot do that: its heartbeat goes stale, and `db.claim_due` gives its rows
+to other workers about 15 s later (the lease remains the backstop).
 """
 
 from __future__ import annotations
@@ -12,16 +13,30 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
+from sqlalchemy import delete, func, update
+
+from mailroom.accounts import service as accounts_service
 from mailroom.audit import service as audit_service
-from mailroom.db import Database
+from mailroom.campaigns import actions as campaign_actions
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.db import HEARTBEAT_SECONDS, Database, due_work_models
+from mailroom.domains import service as domains_service
 from mailroom.jobs import service as jobs_service
+from mailroom.models import WorkerProcess
 from mailroom.ratelimits import service as ratelimits
+from mailroom.sending import limits as send_limits
+from mailroom.sending.engine import SendEngine
 from mailroom.settings import Settings
+from mailroom.web import idempotency
 from mailroom.webhooks import log as webhook_log
 from mailroom.webhooks.delivery import DeliveryWorker
 
@@ -63,6 +78,25 @@ async def _prune_rate_limits(ctx: WorkerContext) -> int:
     return 0
 
 
+async def _recheck_domains(ctx: WorkerContext) -> int:
+    return await domains_service.recheck_due(ctx.db, ctx.settings)
+
+
+async def _start_scheduled_campaigns(ctx: WorkerContext) -> int:
+    async def context_for(session: Any, workspace_id: str) -> Context:
+        principal = await accounts_service.principal_for_workspace(session, workspace_id)
+        return Context(session, principal, ctx.settings)
+
+    return await campaign_actions.start_due(context_for, ctx.db, ctx.settings)
+
+
+async def _prune_sending(ctx: WorkerContext) -> int:
+    async with ctx.db.transaction() as session:
+        await idempotency.prune(session)
+        await send_limits.prune(session, utcnow())
+    return 0
+
+
 async def _prune_webhook_log(ctx: WorkerContext) -> int:
     async with ctx.db.transaction() as session:
         removed = await webhook_log.prune(session)
@@ -73,11 +107,15 @@ async def _prune_webhook_log(ctx: WorkerContext) -> int:
 
 def default_loops(settings: Settings) -> list[Loop]:
     deliveries = DeliveryWorker(settings)
+    engine = SendEngine(settings)
 
     async def close_deliveries(ctx: WorkerContext) -> None:
         await deliveries.close(ctx.db)
 
     return [
+        Loop("sending", engine.tick, min(0.1, settings.worker_poll_interval), engine.close),
+        Loop("scheduled-campaigns", _start_scheduled_campaigns, 2.0),
+        Loop("prune-sending", _prune_sending, 3600),
         Loop(
             "webhook-deliveries",
             deliveries.tick,
@@ -88,18 +126,86 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("prune-audit-log", _prune_audit_log, 24 * 3600),
         Loop("prune-rate-limits", _prune_rate_limits, 600),
         Loop("prune-webhook-log", _prune_webhook_log, 24 * 3600),
+        # Each verified domain is due a day after its last check; looking every 15 minutes
+        # keeps that within the quarter hour.
+        Loop("recheck-domains", _recheck_domains, 900),
     ]
+
+
+# A dead host's row only serves to free its claims, which its leases free anyway after minutes.
+FORGET_DEAD_AFTER = timedelta(days=1)
+
+
+def new_worker_id() -> str:
+    # The random part: a restarted container often has the same host name and pid as the
+    # process it replaces, and must not inherit that dead process's claims as its own.
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _db_now(db: Database) -> Any:
+    # PostgreSQL heartbeats use the server's clock, as `db.dead_workers` judges them by it.
+    return utcnow() if db.is_sqlite else func.now()
+
+
+async def beat(db: Database, worker_id: str) -> None:
+    """Refresh the host's heartbeat (its row is made again if something removed it)."""
+    async with db.transaction() as session:
+        result = await session.execute(
+            update(WorkerProcess)
+            .where(WorkerProcess.id == worker_id)
+            .values(heartbeat_at=_db_now(db))
+        )
+        if not getattr(result, "rowcount", 0):
+            host, pid, _ = worker_id.rsplit(":", 2)
+            session.add(
+                WorkerProcess(
+                    id=worker_id,
+                    host=host,
+                    pid=int(pid),
+                    started_at=_db_now(db),
+                    heartbeat_at=_db_now(db),
+                )
+            )
+
+
+async def register(db: Database, worker_id: str) -> None:
+    async with db.transaction() as session:
+        await session.execute(
+            delete(WorkerProcess).where(WorkerProcess.heartbeat_at < utcnow() - FORGET_DEAD_AFTER)
+        )
+    await beat(db, worker_id)
+
+
+async def retire(db: Database, worker_id: str) -> int:
+    """Hand back every row the host still holds (claimable at once) and remove its row."""
+    released = 0
+    async with db.transaction() as session:
+        for model in due_work_models():
+            result = await session.execute(
+                update(model)
+                .where(model.status == "pending", model.locked_by == worker_id)
+                .values(locked_until=None, locked_by=None)
+                .execution_options(synchronize_session=False)
+            )
+            released += int(getattr(result, "rowcount", 0) or 0)
+        await session.execute(delete(WorkerProcess).where(WorkerProcess.id == worker_id))
+    return released
 
 
 class WorkerHost:
     def __init__(self, db: Database, settings: Settings, loops: list[Loop] | None = None) -> None:
-        self.ctx = WorkerContext(db, settings, f"{socket.gethostname()}:{os.getpid()}")
+        self.ctx = WorkerContext(db, settings, new_worker_id())
         self.loops = loops if loops is not None else default_loops(settings)
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
         log.info("worker %s running loops: %s", self.ctx.worker_id, [lp.name for lp in self.loops])
+        try:
+            await register(self.ctx.db, self.ctx.worker_id)
+        except Exception:  # the loops still run; their claims fall back on the lease
+            log.exception("worker %s could not register its heartbeat", self.ctx.worker_id)
+        heartbeat = asyncio.create_task(self._heartbeat(), name="mailroom-worker-heartbeat")
         try:
             await asyncio.gather(*(self._run_loop(loop) for loop in self.loops))
         finally:
@@ -109,7 +215,25 @@ class WorkerHost:
                         await loop.close(self.ctx)
                     except Exception:
                         log.exception("closing loop %s failed", loop.name)
+            # Beat until the loops have closed (a delivery drain may take seconds), then go.
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            try:
+                released = await retire(self.ctx.db, self.ctx.worker_id)
+                if released:
+                    log.info("worker %s handed back %d claimed rows", self.ctx.worker_id, released)
+            except Exception:
+                log.exception("worker %s could not hand back its claims", self.ctx.worker_id)
         log.info("worker %s stopped", self.ctx.worker_id)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            try:
+                await beat(self.ctx.db, self.ctx.worker_id)
+            except Exception:
+                log.exception("worker %s heartbeat failed", self.ctx.worker_id)
 
     async def _run_loop(self, loop: Loop) -> None:
         failures = 0

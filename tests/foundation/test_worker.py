@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from datetime import timedelta
 
 import pytest
@@ -45,10 +46,15 @@ async def test_claim_takes_only_due_unleased_rows(db):
 
 async def test_row_of_a_dead_worker_is_claimed_again(db):
     [job_id] = await _make_jobs(db, 1)
+    leased_at = time.monotonic()
     assert await _claim(db, "dead-worker", 10, lease=1) == [job_id]
     assert await _claim(db, "other", 10) == []
-    await asyncio.sleep(1.2)  # the dead worker never releases; its lease runs out
-    assert await _claim(db, "other", 10) == [job_id]
+    # The dead worker never releases: the row comes back once its 1 s lease runs out.
+    while not (claimed := await _claim(db, "other", 10)):
+        assert time.monotonic() - leased_at < 10, "the lease never ran out"
+        await asyncio.sleep(0.05)
+    assert claimed == [job_id]
+    assert time.monotonic() - leased_at >= 0.9  # not before the lease ended
     async with db.session() as session:
         job = await session.get(Job, job_id)
         assert job is not None and job.locked_by == "other"
@@ -118,7 +124,10 @@ async def test_host_runs_loops_and_stops_gracefully(db, settings):
 
     host = WorkerHost(db, settings, loops=[Loop("t", tick, 0.01)])
     host.start()
-    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    while len(ticks) < 3:
+        assert time.monotonic() - started < 10, "the loop never ticked three times"
+        await asyncio.sleep(0.01)
     host.stop()
     await host.join(grace_seconds=5)
     assert len(ticks) >= 3

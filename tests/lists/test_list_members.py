@@ -190,14 +190,22 @@ async def test_existing_members_are_counted_not_duplicated(client, ws, db):
     assert len(await events_of(db, ws.workspace_id, "contact.list_joined")) == 2
 
 
-async def test_member_who_unsubscribed_is_already_member(client, ws):
+async def test_member_who_unsubscribed_counts_as_not_subscribed(client, ws):
+    """As bulk add_to_list counts it: whoever is not subscribed is skipped, member or not."""
     target = await create_list(client, ws.headers, "Target")
     a = await create_contact(client, ws.headers, "a@mailtest.io")
     await add(client, ws.headers, target["id"], [a["id"]])
     await set_status(client, ws.headers, a["id"], "unsubscribed")
     response = await add(client, ws.headers, target["id"], [a["id"]])
     assert response.status_code == 200
-    assert response.json()["added"] == 0
+    expected = {"added": 0, "already_member": 0, "skipped_not_subscribed": 1}
+    assert counts(response.json()) == expected
+    bulk = await client.post(
+        "/api/v1/contacts/bulk",
+        json={"action": "add_to_list", "contact_ids": [a["id"]], "list_id": target["id"]},
+        headers=ws.headers,
+    )
+    assert counts(bulk.json()) == expected
     assert (await members(client, ws.headers, target["id"]))["pagination"]["total"] == 1
 
 

@@ -52,6 +52,23 @@ async def test_tools_are_exactly_the_key_callable_operations(server_url, ws, cli
 
     assert set(tools["get_contact"].input_schema["required"]) == {"id"}
     assert "email" in tools["create_contact"].input_schema["properties"]
+    # The published body rules reach the tools: required fields, enums, bounds.
+    create_contact = tools["create_contact"].input_schema
+    assert create_contact["required"] == ["email"]
+    assert create_contact["properties"]["email"]["format"] == "email"
+    assert create_contact["properties"]["email"]["maxLength"] == 254
+    assert tools["create_tag"].input_schema["required"] == ["name"]
+    assert set(tools["bulk_contacts"].input_schema["properties"]["action"]["enum"]) >= {
+        "unsubscribe",
+        "add_tag",
+        "export",
+    }
+    assert tools["list_contacts"].input_schema["properties"]["sort"]["enum"] == [
+        "created",
+        "name",
+        "email",
+        "status",
+    ]
     assert {"file", "file_base64"} <= set(tools["import_contacts"].input_schema["properties"])
 
 
@@ -267,3 +284,42 @@ async def test_argument_problems_are_tool_errors(server_url, ws):
     assert json.loads(tool_text(no_id)) == {"error": "Missing required argument: id"}
     assert json.loads(tool_text(extra)) == {"error": "Unknown argument(s): colour"}
     assert unknown_field.is_error  # the API's own answer (404 for the unknown contact)
+
+
+async def test_a_path_argument_fills_one_segment_only(server_url, ws, client):
+    """`id="<contact>/tags/<tag>"` must not turn delete_contact into remove_contact_tag."""
+    contact = (
+        await client.post("/api/v1/contacts", json={"email": "seg@ex.com"}, headers=ws.headers)
+    ).json()["contact"]
+    tag = (await client.post("/api/v1/tags", json={"name": "Seg"}, headers=ws.headers)).json()[
+        "tag"
+    ]
+    attached = await client.post(
+        f"/api/v1/contacts/{contact['id']}/tags", json={"tag_id": tag["id"]}, headers=ws.headers
+    )
+    assert attached.status_code == 201
+    async with mcp_session(server_url, ws.api_key) as session:
+        for value in (f"{contact['id']}/tags/{tag['id']}", "a/b", "/"):
+            result = await session.call_tool("delete_contact", {"id": value})
+            assert result.is_error
+            assert json.loads(tool_text(result)) == {
+                "error": f"Invalid id: {value} (one path segment, no '/')"
+            }
+    tags = await client.get(f"/api/v1/contacts/{contact['id']}/tags", headers=ws.headers)
+    assert [t["id"] for t in tags.json()["tags"]] == [tag["id"]]
+
+
+async def test_flattened_and_body_forms_of_an_update_tool(server_url, ws, client):
+    created = await client.post(
+        "/api/v1/custom-fields", json={"key": "tier", "type": "number"}, headers=ws.headers
+    )
+    assert created.status_code == 201
+    async with mcp_session(server_url, ws.api_key) as session:
+        flat = await session.call_tool("update_custom_field", {"key": "tier", "label": "Tier"})
+        assert not flat.is_error, tool_text(flat)
+        whole = await session.call_tool(
+            "update_custom_field", {"key": "tier", "body": {"label": "Customer tier"}}
+        )
+        assert not whole.is_error, tool_text(whole)
+    fields = (await client.get("/api/v1/custom-fields", headers=ws.headers)).json()["fields"]
+    assert [f["label"] for f in fields if f["key"] == "tier"] == ["Customer tier"]

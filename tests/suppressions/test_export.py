@@ -11,7 +11,8 @@ from tests.suppressions.helpers import add_ok, create_contact, export, parse_csv
 
 HEADER = ["email", "email_masked", "domain", "reason", "source", "added_at", "contact_id"]
 HEADER_LINE = '"email","email_masked","domain","reason","source","added_at","contact_id"'
-FORMULA_STARTS = ("=", "+", "-", "@")
+# Everything OWASP lists as starting a formula, full-width forms included.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 async def test_empty_export_has_the_quoted_header(client, ws):

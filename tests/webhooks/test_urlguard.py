@@ -212,3 +212,36 @@ async def test_plain_http_only_inside_allowed_networks():
         await urlguard.check_url("http://127.0.0.1:8080/x", NONE_ALLOWED, resolve)
     with pytest.raises(urlguard.UnsafeUrl):
         await urlguard.check_url("http://localhost:8080/x", LOOPBACK_ALLOWED, resolve)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "".join(chr(ord(c) + 0xFEE0) for c in "127.0.0.1"),  # fullwidth digits and dots
+        "127.0.0.1".replace(".", "\u3002"),  # ideographic full stops
+        "127.0.0.1".replace(".", "\uff61"),  # halfwidth ideographic full stops
+        "\u2460\u2461\u2466.0.0.1",  # circled digits
+    ],
+)
+async def test_unicode_forms_of_an_address_are_that_address(host):
+    target = urlguard.parse(f"https://{host}/x")
+    assert (target.host, target.ip) == ("127.0.0.1", ipaddress.ip_address("127.0.0.1"))
+    resolve = stub({})
+    with pytest.raises(urlguard.UnsafeUrl, match=r"^127\.0\.0\.1 is not a public address$"):
+        await urlguard.check_url(f"https://{host}/x", NONE_ALLOWED, resolve)
+    assert resolve.calls == []  # a literal: the client connects without resolving either
+
+
+def test_names_are_judged_as_the_client_spells_them():
+    fullwidth_localhost = "".join(chr(ord(c) + 0xFEE0) for c in "localhost")
+    with pytest.raises(urlguard.UnsafeUrl, match="localhost is not a public host name"):
+        urlguard.parse(f"https://{fullwidth_localhost}/x")
+    # IDNA 2008 (what yarl and so aiohttp use), not Python's IDNA 2003 codec ("fass.de").
+    assert urlguard.parse("https://fa\u00df.de/x").host == "xn--fa-hia.de"
+
+
+async def test_a_resolved_refusal_names_the_host_not_the_address():
+    resolve = stub({"vm": ["10.1.2.3"]})
+    with pytest.raises(urlguard.UnsafeUrl) as refused:
+        await urlguard.check_url("https://vm/x", NONE_ALLOWED, resolve)
+    assert str(refused.value) == "vm resolves to a non-public address"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core.auth import (
@@ -140,7 +140,20 @@ async def authenticate_key(session: AsyncSession, key: str | None) -> KeyCheck |
 
 
 async def touch_key(session: AsyncSession, key_id: str) -> None:
-    await session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=utcnow()))
+    """Record that the key was used now, unless another request already did this minute (many
+    requests at once with a stale key write once, not once each)."""
+    now = utcnow()
+    await session.execute(
+        update(ApiKey)
+        .where(
+            ApiKey.id == key_id,
+            or_(
+                ApiKey.last_used_at.is_(None),
+                ApiKey.last_used_at <= now - LAST_USED_RESOLUTION,
+            ),
+        )
+        .values(last_used_at=now)
+    )
 
 
 async def any_workspace(session: AsyncSession) -> bool:

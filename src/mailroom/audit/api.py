@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from mailroom.audit import service
 from mailroom.audit.schemas import AuditEntryOut, AuditLogPage
 from mailroom.core.auth import Principal, require
+from mailroom.core.loose import Doc, text
 from mailroom.web.deps import Session
 from mailroom.web.openapi import errors
 
@@ -25,7 +26,11 @@ router = APIRouter(prefix="/api/v1/account", tags=["Audit log"])
 async def list_audit_log(
     session: Session,
     principal: Annotated[Principal, require("audit:read")],
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page.")] = None,
+    cursor: Annotated[
+        str | None,
+        Query(description="`next_cursor` of the previous page."),
+        Doc(text(pattern=service.CURSOR_PATTERN)),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=100, description="Entries per page, 1-100.")] = 50,
 ) -> AuditLogPage:
     page = await service.list_entries(session, principal, cursor=cursor, limit=limit)

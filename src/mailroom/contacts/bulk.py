@@ -8,23 +8,22 @@ and events are written by the database (events.bulk). All of it happens, or none
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import select, text
 
 from mailroom.contacts import service as contacts
+from mailroom.contacts.memberships import change_and_emit, drop_all_memberships, group_payload
 from mailroom.contacts.query import FILTER_KEYS, ContactFilter, conditions, parse_filter
 from mailroom.contacts.selection import (
     IN_SELECTION,
     MAX_CONTACTS,
     Selection,
-    change_selected,
     execute,
     narrow,
     release,
     select_contacts,
-    update_selected,
     update_sql,
 )
 from mailroom.core.auth import Principal
@@ -33,6 +32,7 @@ from mailroom.core.errors import ApiError
 from mailroom.events import bulk as bulk_events
 from mailroom.lists import service as lists
 from mailroom.models import Contact
+from mailroom.segments import service as segments
 from mailroom.suppressions.bulk import blocked_count, suppress_selection
 from mailroom.tags import service as tags
 
@@ -103,6 +103,14 @@ def parse_request(body: Any, principal: Principal) -> BulkRequest:
     return BulkRequest(action, ids, parsed_filter, tag_id, list_id, suppress)
 
 
+async def resolve_segment(ctx: Context, request: BulkRequest) -> BulkRequest:
+    """The filter's `segment` resolved to its rule (404 `Segment not found`), once, before
+    any action or export reads contacts."""
+    if request.filter is None or request.filter.segment is None:
+        return request
+    return replace(request, filter=await segments.narrow(ctx, request.filter))
+
+
 # ---------------------------------------------------------------- the actions
 
 
@@ -163,11 +171,18 @@ async def _act(
     if action == "unsubscribe":
         return await _unsubscribe(ctx, selection, request.suppress, extra)
     if action == "archive":
-        archived = await update_selected(
+        # As PATCH `status: archived`: a field change, so `contact.updated`.
+        not_archived = "c.status <> 'archived'"
+        archived = await change_and_emit(
             ctx,
             selection,
-            "previous_status = status, status = 'archived', updated_at = :now",
-            "c.status <> 'archived'",
+            extra,
+            update_sql(
+                "previous_status = status, status = 'archived', updated_at = :now", not_archived
+            ),
+            event="contact.updated",
+            returning="c.id",
+            predicate=not_archived,
         )
         return {
             "success": True,
@@ -193,42 +208,11 @@ async def _act(
     return await _remove_from_list(ctx, selection, mailing_list, extra)
 
 
-async def _change_and_emit(
-    ctx: Context,
-    selection: Selection,
-    extra: list[Selection],
-    statement: str,
-    *,
-    event: str,
-    returning: str,
-    predicate: str,
-    payload: dict[str, Any] | None = None,
-    list_id: str | None = None,
-    tag_id: str | None = None,
-    emit: bool = True,
-    **params: Any,
-) -> int:
-    """Run one statement over the selection (see `change_selected`) and write `event` for
-    each contact it changed, listing them only when an endpoint takes the event. Returns how
-    many rows changed."""
-    track = emit and await bulk_events.wanted(ctx, event, list_id=list_id, tag_id=tag_id)
-    changed = await change_selected(
-        ctx, selection, statement, returning=returning, predicate=predicate, track=track, **params
-    )
-    if not isinstance(changed, Selection):
-        return changed
-    extra.append(changed)
-    await bulk_events.emit_for_selection(
-        ctx, event, changed.run_id, extra=payload, list_id=list_id, tag_id=tag_id
-    )
-    return changed.size
-
-
 async def _unsubscribe(
     ctx: Context, selection: Selection, suppress: bool, extra: list[Selection]
 ) -> dict[str, Any]:
     subscribed = "c.status = 'subscribed'"
-    unsubscribed = await _change_and_emit(
+    unsubscribed = await change_and_emit(
         ctx,
         selection,
         extra,
@@ -266,6 +250,22 @@ async def _restore(ctx: Context, selection: Selection, extra: list[Selection]) -
     back_to_subscribed = await narrow(ctx, archived, returning)
     extra.append(back_to_subscribed)
     await contacts.ensure_capacity(ctx, back_to_subscribed.size)
+    # Events, as PATCH would write them: a formerly subscribed contact whose address was
+    # blocked meanwhile comes back `unsubscribed` (`contact.unsubscribed`); every other
+    # restored contact changed status only (`contact.updated`). Told apart before the UPDATE.
+    demoted = (
+        "coalesce(c.previous_status, 'subscribed') = 'subscribed' AND EXISTS "
+        "(SELECT 1 FROM suppressions su WHERE su.workspace_id = c.workspace_id "
+        "AND su.email_hash = c.email_hash)"
+    )
+    told: list[tuple[str, Selection]] = []
+    for event, predicate in (
+        ("contact.unsubscribed", demoted),
+        ("contact.updated", f"NOT ({demoted})"),
+    ):
+        if await bulk_events.wanted(ctx, event):
+            told.append((event, await narrow(ctx, archived, predicate)))
+            extra.append(told[-1][1])
     restored = await execute(
         ctx,
         f"""
@@ -279,6 +279,8 @@ async def _restore(ctx: Context, selection: Selection, extra: list[Selection]) -
         """,
         run=archived.run_id,
     )
+    for event, changed in told:
+        await bulk_events.emit_for_selection(ctx, event, changed.run_id)
     return {"success": True, "restored": restored, "not_archived": selection.size - restored}
 
 
@@ -294,13 +296,7 @@ async def _delete(ctx: Context, selection: Selection, *, erase: bool) -> None:
         source="contact_erase" if erase else "contact_delete",
         erase=erase,
     )
-    for table in ("contact_tags", "list_members"):
-        await execute(
-            ctx,
-            f"DELETE FROM {table} WHERE contact_id IN "
-            "(SELECT contact_id FROM bulk_selection WHERE run_id = :run)",
-            run=selection.run_id,
-        )
+    await drop_all_memberships(ctx, selection, erased=erase)
     await execute(
         ctx,
         f"DELETE FROM contacts WHERE workspace_id = :ws AND {IN_SELECTION}",
@@ -308,18 +304,10 @@ async def _delete(ctx: Context, selection: Selection, *, erase: bool) -> None:
     )
 
 
-def _tag_payload(tag: Any) -> dict[str, Any]:
-    return {"tag": {"id": tag.id, "name": tag.name}}
-
-
-def _list_payload(mailing_list: Any) -> dict[str, Any]:
-    return {"list": {"id": mailing_list.id, "name": mailing_list.name}}
-
-
 async def _add_tag(
     ctx: Context, selection: Selection, tag: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    await _change_and_emit(
+    await change_and_emit(
         ctx,
         selection,
         extra,
@@ -330,7 +318,7 @@ async def _add_tag(
         returning="contact_id",
         predicate="NOT EXISTS (SELECT 1 FROM contact_tags ct "
         "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
-        payload=_tag_payload(tag),
+        payload=group_payload("tag", tag),
         tag_id=tag.id,
         tag=tag.id,
     )
@@ -340,7 +328,7 @@ async def _add_tag(
 async def _remove_tag(
     ctx: Context, selection: Selection, tag: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    await _change_and_emit(
+    await change_and_emit(
         ctx,
         selection,
         extra,
@@ -350,7 +338,7 @@ async def _remove_tag(
         returning="contact_id",
         predicate="EXISTS (SELECT 1 FROM contact_tags ct "
         "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
-        payload=_tag_payload(tag),
+        payload=group_payload("tag", tag),
         tag_id=tag.id,
         tag=tag.id,
     )
@@ -376,7 +364,7 @@ async def _add_to_list(
         )
         or 0
     )
-    added = await _change_and_emit(
+    added = await change_and_emit(
         ctx,
         selection,
         extra,
@@ -389,7 +377,7 @@ async def _add_to_list(
         returning="contact_id",
         predicate="c.status = 'subscribed' AND NOT EXISTS (SELECT 1 FROM list_members m "
         "WHERE m.contact_id = c.id AND m.list_id = :list)",
-        payload=_list_payload(mailing_list),
+        payload=group_payload("list", mailing_list),
         list_id=mailing_list.id,
         emit=confirmed,
         list=mailing_list.id,
@@ -407,7 +395,7 @@ async def _add_to_list(
 async def _remove_from_list(
     ctx: Context, selection: Selection, mailing_list: Any, extra: list[Selection]
 ) -> dict[str, Any]:
-    removed = await _change_and_emit(
+    removed = await change_and_emit(
         ctx,
         selection,
         extra,
@@ -417,7 +405,7 @@ async def _remove_from_list(
         returning="contact_id",
         predicate="EXISTS (SELECT 1 FROM list_members m "
         "WHERE m.contact_id = c.id AND m.list_id = :list)",
-        payload=_list_payload(mailing_list),
+        payload=group_payload("list", mailing_list),
         list_id=mailing_list.id,
         list=mailing_list.id,
     )

@@ -1,7 +1,15 @@
 """Contacts as CSV, streamed: GET /contacts/export and the bulk `export` action.
 
-Rows come from a server-side cursor in chunks and leave as CSV text chunks, so memory stays
-flat whatever the number of contacts. Every cell is quoted and formula-safe (core.csvsafe).
+Rows are read in batches of `BATCH`, newest first, each batch in its own short read
+transaction that ends before any of it is sent: a client that reads slowly (or never) holds no
+database connection, only one batch of memory (see web.downloads). Batches follow each other by
+keyset on (created_at, id), so memory stays flat and each batch costs the same however deep
+into the export it is. Every cell is quoted and formula-safe (core.csvsafe).
+
+Consistency: the export is not one snapshot. A contact unchanged during the export appears
+exactly once; one created during it does not appear (it sorts before the first row); one
+changed during it appears once, as it was when its batch was read; one deleted before its
+batch was read is left out.
 """
 
 from __future__ import annotations
@@ -10,11 +18,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, literal_column, select
+from sqlalchemy import ColumnElement, String, literal, literal_column, select, tuple_
 
 from mailroom.contacts.query import ContactFilter, conditions
 from mailroom.core.context import Context
 from mailroom.core.csvsafe import stream_csv
+from mailroom.core.dbtypes import UTCDateTime
 from mailroom.custom_fields import service as custom_fields
 from mailroom.models import Contact
 
@@ -41,7 +50,8 @@ BULK_COLUMNS = (
     "tags",
     "created_at",
 )
-CHUNK = 2000
+BATCH = 2000  # rows per read transaction
+ID_SLICE = 1000  # explicit ids per statement (SQLite caps bound parameters)
 
 
 def _names(ctx: Context, join_table: str, name_table: str, fk: str) -> str:
@@ -75,11 +85,26 @@ async def custom_keys(ctx: Context) -> list[str]:
     return registered + sorted(k for k in usage if k not in fields)
 
 
+def _after(ctx: Context, created_at: Any, contact_id: str) -> ColumnElement[bool]:
+    """Rows after (created_at, id) in the export's newest-first order. The bound values are
+    the ones the database handed back, unconverted: SQLite's stored text compares exactly."""
+    table = Contact.__table__.c
+    at_type = UTCDateTime() if ctx.dialect == "postgresql" else String()
+    return tuple_(table.created_at, table.id) < tuple_(
+        literal(created_at, at_type), literal(contact_id, String())
+    )
+
+
 async def _rows(
-    ctx: Context, where: Sequence[ColumnElement[bool]], columns: Sequence[str], keys: list[str]
+    ctx: Context,
+    where: Sequence[ColumnElement[bool]],
+    columns: Sequence[str],
+    keys: list[str],
+    limit: int | None = None,
 ) -> AsyncIterator[list[Any]]:
-    """Plain tuples straight from a server-side cursor: no ORM objects, timestamps already
-    text, custom fields decoded once per row."""
+    """Plain tuples, newest first, read `BATCH` at a time: no ORM objects, timestamps already
+    text, custom fields decoded once per row. `ctx.session`'s transaction is ended after each
+    batch, before any of its rows is yielded."""
     custom = "custom_fields::text" if ctx.dialect == "postgresql" else "custom_fields"
     selected: dict[str, Any] = {
         "email": literal_column("email"),
@@ -95,20 +120,36 @@ async def _rows(
         "unsubscribed_at": literal_column(_iso_sql(ctx, "unsubscribed_at")),
     }
     query = (
-        select(*(selected[c] for c in columns), literal_column(custom))
+        select(
+            *(selected[c] for c in columns),
+            literal_column(custom),
+            # The keyset: the raw stored values, never shown.
+            literal_column("contacts.created_at"),
+            literal_column("contacts.id"),
+        )
         .select_from(Contact.__table__)
-        .where(*where)
         .order_by(Contact.created_at.desc(), Contact.id.desc())
-        .execution_options(yield_per=CHUNK)
     )
-    result = await ctx.session.stream(query)
-    async for partition in result.partitions():
-        for row in partition:
+    after: list[ColumnElement[bool]] = []
+    remaining = limit
+    while remaining is None or remaining > 0:
+        size = BATCH if remaining is None else min(BATCH, remaining)
+        batch = (await ctx.session.execute(query.where(*where, *after).limit(size))).all()
+        await ctx.session.rollback()  # the read is over: give the connection back
+        if not batch:
+            return
+        for row in batch:
             values = list(row)
-            raw = values.pop()  # the custom_fields JSON, always the last column
+            raw = values[-3]  # the custom_fields JSON
+            del values[-3:]
             fields = orjson.loads(raw) if keys and raw else {}
             values.extend(_cell(fields.get(k)) for k in keys)
             yield values
+        if len(batch) < size:
+            return
+        if remaining is not None:
+            remaining -= len(batch)
+        after = [_after(ctx, batch[-1][-2], batch[-1][-1])]
 
 
 def _cell(value: Any) -> str | None:
@@ -140,19 +181,16 @@ async def export_selected(
 
     async def rows() -> AsyncIterator[list[Any]]:
         if contact_ids is not None:
-            for start in range(0, len(contact_ids), 1000):
-                chunk = contact_ids[start : start + 1000]
+            # Each slice of ids is one batch (sorted within itself).
+            for start in range(0, len(contact_ids), ID_SLICE):
+                chunk = contact_ids[start : start + ID_SLICE]
                 where = [Contact.workspace_id == ctx.workspace_id, Contact.id.in_(chunk)]
                 async for row in _rows(ctx, where, BULK_COLUMNS, keys):
                     yield row
             return
         assert f is not None
-        count = 0
-        async for row in _rows(ctx, conditions(ctx, f), BULK_COLUMNS, keys):
+        async for row in _rows(ctx, conditions(ctx, f), BULK_COLUMNS, keys, limit):
             yield row
-            count += 1
-            if count >= limit:
-                return
 
     async for chunk in stream_csv(header, rows(), text_only=True):
         yield chunk

@@ -103,6 +103,8 @@ def _parse_json_array(raw: str, name: str) -> list[Any]:
         value = json.loads(raw)
     except ValueError:
         raise ApiError(400, f"{name} must be a JSON array") from None
+    except RecursionError:  # "[[[[...": the decoder recurses once per level
+        raise ApiError(400, f"{name} is nested too deeply") from None
     if not isinstance(value, list):
         raise ApiError(400, f"{name} must be a JSON array")
     return value

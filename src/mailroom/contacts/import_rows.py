@@ -12,10 +12,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
+from mailroom.contacts import import_columns as columns
+from mailroom.contacts.addresses import AddressCheck, yield_gil
 from mailroom.contacts.import_columns import CONSENT_KEYS, ColumnPlan
-from mailroom.core.emails import MAX_EMAIL_LENGTH, is_valid_email
+from mailroom.core.emails import MAX_EMAIL_LENGTH, hash_normalized
 from mailroom.core.errors import ApiError
 from mailroom.custom_fields.values import MAX_STRING
 
@@ -44,6 +47,12 @@ ROLE_MAILBOXES = ("abuse", "postmaster")
 
 
 NOT_UTF8 = "The file must be UTF-8 encoded CSV"
+NO_ROWS = "No valid contacts found in the file"
+# The spec's "5 MB (about 50,000 rows)" as a hard bound: a file of tiny rows costs no more
+# than an ordinary one (446,000 rows of 11 bytes took 1.25 GB before).
+MAX_ROWS = 50_000
+YIELD_EVERY = 250  # rows (~1 ms of work) between two offers of the GIL to the event loop
+TOO_MANY_ROWS = f"File too large: CSV uploads are limited to {MAX_ROWS:,} rows; split the file"
 
 
 def detect_delimiter(text: str) -> str:
@@ -156,8 +165,15 @@ class Parsed:
 
 
 def parse_rows(
-    data: Iterable[list[str]], plan: ColumnPlan, default_status: str, now: datetime
+    data: Iterable[list[str]],
+    plan: ColumnPlan,
+    default_status: str,
+    now: datetime,
+    check: AddressCheck | None = None,
 ) -> Parsed:
+    """Rows by address (rules 2-6, 10, 11). 413 past MAX_ROWS data rows; `check` bounds the
+    cost of unusual addresses (400 past its limit)."""
+    valid = check or AddressCheck()
     result = Parsed(rows={})
     merged = result.rows
     single = plan.single
@@ -175,6 +191,10 @@ def parse_rows(
     sub_cols, unsub_cols = plan.dates["subscribed_at"], plan.dates["unsubscribed_at"]
     for raw in data:
         result.read += 1
+        if result.read > MAX_ROWS:
+            raise ApiError(413, TOO_MANY_ROWS)
+        if not result.read % YIELD_EVERY:
+            yield_gil()
         if len(raw) != width:
             raw = (raw + [""] * width)[:width]
         raw.append("")  # index `width`: the blank cell of absent columns
@@ -188,7 +208,7 @@ def parse_rows(
             or len(email) > MAX_EMAIL_LENGTH
             or len(first) > MAX_NAME
             or len(last) > MAX_NAME
-            or not is_valid_email(email)
+            or not valid(email)
         ):
             result.invalid += 1
             continue
@@ -263,3 +283,51 @@ def _merge(into: Row, other: Row) -> None:
     into.source = into.source or other.source
     into.subscribed_at = into.subscribed_at or other.subscribed_at
     into.unsubscribed_at = into.unsubscribed_at or other.unsubscribed_at
+
+
+@dataclass
+class Prepared:
+    """An import file read, before any database work."""
+
+    plan: ColumnPlan
+    declared: list[columns.NewField]
+    parsed: Parsed
+    pending: int  # rule 2: `pending` rows, dropped from parsed.rows
+    hashes: dict[str, str]  # address -> suppression hash
+
+
+def prepare(
+    content: bytes,
+    *,
+    mapping: str | None,
+    new_fields: str | None,
+    default_status: str,
+    now: datetime,
+    key: bytes,
+) -> Prepared:
+    """Everything an import can know from the file alone: pure CPU work, run in a worker
+    thread so the event loop keeps serving other requests meanwhile."""
+    headers, data = read_csv(content)
+    first_row = next(data, None)
+    if not headers or first_row is None:
+        raise ApiError(422, NO_ROWS, invalid=0, skipped_unconfirmed=0)
+    data = chain((first_row,), data)
+    plan = (
+        columns.plan_from_mapping(mapping, len(headers))
+        if mapping
+        else columns.plan_from_headers(headers)
+    )
+    if plan.email is None:
+        rows = 0
+        for _ in data:
+            rows += 1
+            if rows > MAX_ROWS:
+                raise ApiError(413, TOO_MANY_ROWS)
+        raise ApiError(422, f"{NO_ROWS}: no email column", invalid=rows, skipped_unconfirmed=0)
+    declared = columns.parse_new_fields(new_fields) if new_fields else []
+    parsed = parse_rows(data, plan, default_status, now)
+    pending = [email for email, row in parsed.rows.items() if row.status == "pending"]
+    for email in pending:
+        del parsed.rows[email]
+    hashes = {email: hash_normalized(key, email) for email in parsed.rows}
+    return Prepared(plan, declared, parsed, len(pending), hashes)

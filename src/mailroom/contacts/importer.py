@@ -8,10 +8,10 @@ leaves nothing of the file behind.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from sqlalchemy import select
@@ -23,13 +23,12 @@ from mailroom.contacts import import_writes as writes
 from mailroom.contacts import service as contacts
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
-from mailroom.core.emails import email_domain, hash_normalized
+from mailroom.core.emails import email_domain
 from mailroom.core.errors import ApiError
 from mailroom.core.ids import new_id
 from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
 from mailroom.custom_fields import values as cf
-from mailroom.db import bulk_insert
 from mailroom.lists import service as lists
 from mailroom.models import (
     Contact,
@@ -43,7 +42,8 @@ log = logging.getLogger("mailroom.import")
 MAX_BYTES = 5 * 1024 * 1024
 TOO_LARGE = "File too large: CSV uploads are limited to 5 MB (about 50,000 rows)"
 MAX_DISTINCT_TAGS = 200
-NO_ROWS = "No valid contacts found in the file"
+NO_ROWS = rows_.NO_ROWS
+TOO_MANY_ROWS = rows_.TOO_MANY_ROWS
 Progress = Callable[[str, int, int], None]
 
 
@@ -148,44 +148,37 @@ async def import_csv(
 
     now = utcnow()
     report = Report()
-    headers, data = rows_.read_csv(content)
-    first_row = next(data, None)
-    if not headers or first_row is None:
-        raise ApiError(422, NO_ROWS, invalid=0, skipped_unconfirmed=0)
-    data = chain((first_row,), data)
-    plan = (
-        columns.plan_from_mapping(options.mapping, len(headers))
-        if options.mapping
-        else columns.plan_from_headers(headers)
-    )
-    report.dropped_columns = plan.dropped
-    if plan.email is None:
-        raise ApiError(
-            422, f"{NO_ROWS}: no email column", invalid=sum(1 for _ in data), skipped_unconfirmed=0
-        )
-    declared = columns.parse_new_fields(options.new_fields) if options.new_fields else []
-    mailing_list = await lists.get_list(ctx, options.list_id) if options.list_id else None
-    for new_field in declared:
-        await _declare(ctx, new_field)
-
     step("reading rows")
-    parsed = rows_.parse_rows(data, plan, options.default_status, now)
+    # 1. The file alone, in a worker thread (no database): the event loop keeps serving.
+    prepared = await asyncio.to_thread(
+        rows_.prepare,
+        content,
+        mapping=options.mapping,
+        new_fields=options.new_fields,
+        default_status=options.default_status,
+        now=now,
+        key=ctx.settings.resolved_secret_key.encode(),
+    )
+    parsed, hashes = prepared.parsed, prepared.hashes
+    report.dropped_columns = prepared.plan.dropped
     report.invalid = parsed.invalid
     report.skipped_duplicates = parsed.duplicates
     report.placeholder_addresses = parsed.placeholders[:1000]
     report.skipped_placeholder = len(parsed.placeholders)
     report.truncated = parsed.tags_cut
+    report.skipped_unconfirmed = prepared.pending
     found = parsed.rows
 
-    pending = [email for email, row in found.items() if row.status == "pending"]
-    for email in pending:
-        del found[email]
-    report.skipped_unconfirmed = len(pending)
-
+    # 2. DNS before the first statement: the session has no connection yet, so a slow
+    # nameserver holds no write transaction (SQLite's one writer) and no pooled connection.
     if options.check_domains and found:
         step("checking domains")
         await _check_domains(ctx, found, report)
 
+    # 3. The database, in the request's one transaction.
+    mailing_list = await lists.get_list(ctx, options.list_id) if options.list_id else None
+    for new_field in prepared.declared:
+        await _declare(ctx, new_field)
     if not found:
         raise ApiError(
             422,
@@ -195,9 +188,7 @@ async def import_csv(
         )
 
     step("matching existing contacts", 0, len(found))
-    key = ctx.settings.resolved_secret_key.encode()
-    hashes = {email: hash_normalized(key, email) for email in found}
-    suppressed = await writes.suppression_rows(ctx, list(hashes.values()))
+    suppressed = await writes.suppression_rows(ctx, list(hashes[e] for e in found))
     existing = await writes.existing_contacts(ctx, list(found))
 
     # Rule 5: an address already on the suppression list imports as (at least) unsubscribed.
@@ -215,20 +206,20 @@ async def import_csv(
     typed_keys = await _type_values(ctx, found, registry)
     report.custom_field_keys = typed_keys
 
-    tag_ids = await _resolve_tags(ctx, found, options.tags, report)
+    tag_ids, tag_names = await _resolve_tags(ctx, found, options.tags, report)
 
     async with contacts.counting_once(ctx):
         step("writing contacts", 0, len(found))
         ids: dict[str, str] = {}
         escalated: dict[str, list[str]] = {"unsubscribed": [], "bounced": [], "complained": []}
-        for email in new_emails:
-            ids[email] = new_id()
+        refreshed: list[str] = []  # existing contacts whose fields changed: contact.updated
 
         def new_rows() -> Iterator[dict[str, Any]]:  # generated as COPY consumes them
             for email in new_emails:
                 row = found[email]
+                ids[email] = contact_id = new_id()
                 yield {
-                    "id": ids[email],
+                    "id": contact_id,
                     "workspace_id": ctx.workspace_id,
                     "email": email,
                     "email_hash": hashes[email],
@@ -248,7 +239,7 @@ async def import_csv(
                     "updated_at": now,
                 }
 
-        report.imported = await bulk_insert(ctx.session, Contact, new_rows())
+        report.imported = await writes.insert(ctx, Contact, new_rows())
 
         run = new_id()
 
@@ -266,13 +257,14 @@ async def import_csv(
                     source = row.source or options.source
                 stored_fields = current.custom_fields()
                 fields = {**stored_fields, **row.custom}
-                if (status, first, last, source, fields) == (
-                    current.status,
+                if (first, last, source, fields) != (
                     current.first_name,
                     current.last_name,
                     current.source,
                     stored_fields,
                 ):
+                    refreshed.append(current.id)
+                elif status == current.status:
                     continue  # nothing to write: no new row version, no index churn
                 yield (
                     {
@@ -292,7 +284,8 @@ async def import_csv(
         report.updated = len(existing)
 
         step("tags, lists and suppressions", 0, len(found))
-        report.tags_attached = await writes.attach_tags(ctx, found, ids, tag_ids, set(existing))
+        tagged = await writes.attach_tags(ctx, found, ids, tag_ids, set(existing))
+        report.tags_attached = sum(len(contact_ids) for contact_ids in tagged.values())
         await writes.suppress_file_statuses(ctx, found, hashes, suppressed, now)
         joined: list[str] = []
         if mailing_list is not None:
@@ -304,10 +297,22 @@ async def import_csv(
             else:
                 report.list_pending_confirmation = len(joining)
 
+    # Every change above has its catalog event, as the single-contact routes write them: a
+    # field change is contact.updated, a status change its own event, each new tag a
+    # contact.tag_added (tag dimension), each confirmed join a contact.list_joined.
     step("events", 0, len(found))
     await writes.emit(ctx, "contact.created", [ids[e] for e in new_emails])
+    await writes.emit(ctx, "contact.updated", refreshed)
     for status, changed in escalated.items():
         await writes.emit(ctx, f"contact.{status}", changed)
+    for tag_id, contact_ids in tagged.items():
+        await writes.emit(
+            ctx,
+            "contact.tag_added",
+            contact_ids,
+            extra={"tag": {"id": tag_id, "name": tag_names[tag_id]}},
+            tag_id=tag_id,
+        )
     if mailing_list is not None and joined:
         await writes.emit(
             ctx,
@@ -372,12 +377,18 @@ async def _type_values(
 ) -> list[str]:
     """Type each value by the registry (a value that does not fit is dropped), and register
     keys no field names yet as text. Returns the keys written."""
-    keys: dict[str, None] = {}
     typed = {
         key: (definition.type, definition.options)
         for key, definition in registry.items()
         if definition.type != "text"
     }
+    keys = await asyncio.to_thread(_coerce_rows, found, typed)  # per-value CPU: off the loop
+    await custom_fields.register_text_fields(ctx, [k for k in keys if k not in registry], registry)
+    return keys
+
+
+def _coerce_rows(found: dict[str, rows_.Row], typed: dict[str, Any]) -> list[str]:
+    keys: dict[str, None] = {}
     for row in found.values():
         for key in list(row.custom):
             kind = typed.get(key)
@@ -388,14 +399,14 @@ async def _type_values(
                     continue
                 row.custom[key] = value
             keys[key] = None
-    await custom_fields.register_text_fields(ctx, [k for k in keys if k not in registry], registry)
     return list(keys)
 
 
 async def _resolve_tags(
     ctx: Context, found: dict[str, rows_.Row], request_tags: tuple[str, ...], report: Report
-) -> dict[str, str]:
-    """Folded tag name -> tag id, creating missing tags (at most 200 distinct per import)."""
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Folded tag name -> tag id, and tag id -> name, creating missing tags (at most 200
+    distinct per import)."""
     names: dict[str, str] = {}
     for name in request_tags:
         names.setdefault(fold(name), name)
@@ -409,20 +420,19 @@ async def _resolve_tags(
         for row in found.values():
             row.tags = list(dict.fromkeys([*row.tags, *request_tags]))
     if not names:
-        return {}
-    existing = {
-        key: tag_id
-        for key, tag_id in (
-            await ctx.session.execute(
-                select(Tag.name_key, Tag.id).where(
-                    Tag.workspace_id == ctx.workspace_id, Tag.name_key.in_(list(names))
-                )
-            )
-        ).all()
-    }
+        return {}, {}
+    existing: dict[str, str] = {}
+    stored_names: dict[str, str] = {}
+    rows = await ctx.session.execute(
+        select(Tag.name_key, Tag.id, Tag.name).where(
+            Tag.workspace_id == ctx.workspace_id, Tag.name_key.in_(list(names))
+        )
+    )
+    for key, tag_id, name in rows.all():
+        existing[key], stored_names[tag_id] = tag_id, name
     for key, name in names.items():
         if key not in existing and len(name) <= rows_.MAX_TAG_LENGTH:
             tag = await tags_service.create_tag(ctx, name)
-            existing[key] = tag.id
+            existing[key], stored_names[tag.id] = tag.id, tag.name
             report.tags_created += 1
-    return existing
+    return existing, stored_names

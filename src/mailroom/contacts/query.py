@@ -1,9 +1,12 @@
-"""Which contacts a list query, a bulk filter or an export means: one filter, three users."""
+"""Which contacts a list query, a bulk filter or an export means: one filter, three users.
+
+A filter naming a `segment` is resolved before use (`segments.service.narrow`): the segment's
+rule, compiled, rides along as `segment_where`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -15,7 +18,7 @@ from mailroom.core.text import contains_pattern
 from mailroom.models import CONTACT_STATUSES, Contact, ContactTag, ListMember
 
 SORTS = ("created", "name", "email", "status")
-FILTER_KEYS = ("q", "status", "tag", "list", "source", "from", "to")
+FILTER_KEYS = ("q", "status", "tag", "list", "source", "from", "to", "segment")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class ContactFilter:
     source: str | None = None
     date_from: date | None = None
     date_to: date | None = None
+    segment: str | None = None  # a segment id
+    # The segment's rule as a condition on contacts (segments.service.narrow); not compared.
+    segment_where: Any = field(default=None, compare=False)
 
 
 def _text(value: Any, name: str) -> str | None:
@@ -59,7 +65,24 @@ def parse_filter(raw: Mapping[str, Any]) -> ContactFilter:
         source=_text(raw.get("source"), "source"),
         date_from=_day(raw.get("from")),
         date_to=_day(raw.get("to")),
+        segment=_text(raw.get("segment"), "segment"),
     )
+
+
+def with_segment(f: ContactFilter, matching: ColumnElement[bool]) -> ContactFilter:
+    """`f` with its segment resolved to `matching`. Its tag and list join that condition:
+    contacts.service counts a lone tag or list filter straight from the membership table,
+    which would leave the segment out of the total."""
+    extra: list[ColumnElement[bool]] = []
+    if f.tag:
+        extra.append(
+            Contact.id.in_(select(ContactTag.contact_id).where(ContactTag.tag_id == f.tag))
+        )
+    if f.list_id:
+        extra.append(
+            Contact.id.in_(select(ListMember.contact_id).where(ListMember.list_id == f.list_id))
+        )
+    return replace(f, tag=None, list_id=None, segment_where=and_(matching, *extra))
 
 
 def conditions(
@@ -71,8 +94,12 @@ def conditions(
     clauses: list[ColumnElement[bool]] = [Contact.workspace_id == ctx.workspace_id]
     if f.status:
         clauses.append(Contact.status == f.status)
-    else:
+    elif not f.segment:  # a segment's own rule says which statuses it takes
         clauses.append(Contact.status != "archived")
+    if f.segment:
+        if f.segment_where is None:
+            raise RuntimeError("resolve the filter's segment first (segments.service.narrow)")
+        clauses.append(f.segment_where)
     if f.q:
         # One casefolded column (see models.contacts.search_text); on PostgreSQL its trigram
         # index serves the LIKE.
@@ -122,7 +149,7 @@ def order_by(sort: str | None, direction: str | None) -> list[Any]:
 
 def counts_suffice(f: ContactFilter) -> bool:
     """True when the total is a per-status count (no filter but status)."""
-    return not (f.q or f.tag or f.list_id or f.source or f.date_from or f.date_to)
+    return not (f.q or f.tag or f.list_id or f.source or f.date_from or f.date_to or f.segment)
 
 
 def select_ids(ctx: Context, f: ContactFilter) -> Select[Any]:

@@ -67,6 +67,20 @@ async def select_contacts(
     return Selection(run_id, size, size)
 
 
+async def select_where(ctx: Context, predicate: str, **params: Any) -> Selection:
+    """The workspace's contacts for which `predicate` (fixed SQL on `contacts`) holds."""
+    run_id = new_id()
+    size = await execute(
+        ctx,
+        "INSERT INTO bulk_selection (run_id, contact_id) SELECT :run, id FROM contacts "
+        f"WHERE workspace_id = :ws AND ({predicate})",
+        run=run_id,
+        **params,
+    )
+    await refresh_statistics(ctx, size)
+    return Selection(run_id, size, size)
+
+
 async def narrow(ctx: Context, selection: Selection, predicate: str, **params: Any) -> Selection:
     """A sub-selection: the selected contacts for which `predicate` (fixed SQL on `c`) holds."""
     run_id = new_id()
@@ -124,13 +138,6 @@ def update_sql(assignments: str, predicate: str) -> str:
         f"UPDATE contacts AS c SET {assignments} "
         f"WHERE c.workspace_id = :ws AND c.{IN_SELECTION} AND ({predicate})"
     )
-
-
-async def update_selected(
-    ctx: Context, selection: Selection, assignments: str, predicate: str
-) -> int:
-    """How many selected contacts `update_sql` changed."""
-    return await execute(ctx, update_sql(assignments, predicate), run=selection.run_id)
 
 
 async def refresh_statistics(ctx: Context, added: int) -> None:

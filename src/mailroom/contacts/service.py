@@ -9,14 +9,17 @@ from typing import Any
 
 from sqlalchemy import and_, delete, func, select, text
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.exc import StaleDataError
 
 from mailroom.contacts import fields as check
+from mailroom.contacts import memberships, selection
 from mailroom.contacts.query import ContactFilter, conditions, counts_suffice, order_by
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
+from mailroom.db import serialise
 from mailroom.events import service as events
 from mailroom.models import (
     CONTACT_STATUSES,
@@ -187,12 +190,8 @@ async def ensure_capacity(ctx: Context, adding: int = 1) -> None:
     """403 when `adding` more subscribed contacts would pass the plan's pooled cap."""
     if adding <= 0:
         return
-    if ctx.dialect == "postgresql":
-        # Serialise cap checks per account so two concurrent creates cannot both take the last slot.
-        await ctx.session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"contact-cap:{ctx.principal.account_id}"},
-        )
+    # Cap checks one at a time per account: two creates cannot both take the last slot.
+    await serialise(ctx.session, f"contact-cap:{ctx.principal.account_id}")
     plan = ctx.principal.plan
     if await subscribed_count(ctx) + adding > plan.contacts:
         raise ApiError(
@@ -297,6 +296,15 @@ def _check_flags(body: dict[str, Any]) -> None:
 
 async def update_contact(ctx: Context, contact_id: str, body: dict[str, Any]) -> UpdateResult:
     """PATCH: field changes plus the status machine (spec, States: Contact status)."""
+    try:
+        return await _update_contact(ctx, contact_id, body)
+    except StaleDataError:
+        # The row was deleted after we read it (a concurrent delete or bulk delete committed
+        # first): for this request it is gone, as if the delete had come before the read.
+        raise ApiError(404, "Contact not found") from None
+
+
+async def _update_contact(ctx: Context, contact_id: str, body: dict[str, Any]) -> UpdateResult:
     _check_flags(body)
     contact = await get_contact(ctx, contact_id)
     resubscribe = body.get("resubscribe") is True
@@ -434,7 +442,12 @@ async def delete_contact(ctx: Context, contact_id: str, mode: str) -> None:
         erase=erase,
         email_hash=contact.email_hash,
     )
-    await ctx.session.execute(delete(ContactTag).where(ContactTag.contact_id == contact.id))
-    await ctx.session.execute(delete(ListMember).where(ListMember.contact_id == contact.id))
+    if await memberships.removal_wanted(ctx):
+        one = await selection.select_contacts(ctx, [contact.id], None)
+        await memberships.drop_all_memberships(ctx, one, erased=erase)
+        await selection.release(ctx, one)
+    else:
+        await ctx.session.execute(delete(ContactTag).where(ContactTag.contact_id == contact.id))
+        await ctx.session.execute(delete(ListMember).where(ListMember.contact_id == contact.id))
     await ctx.session.execute(delete(Contact).where(Contact.id == contact.id))
     await events.emit(ctx, "contact.deleted", {"contact": snapshot, "mode": mode})

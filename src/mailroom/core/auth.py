@@ -49,10 +49,12 @@ PERMISSIONS: tuple[str, ...] = (
 )
 
 # Form management predates its own permissions: keys holding automations:write still manage
-# forms (spec, Authentication 8).
+# forms (spec, Authentication 8). `/api/v1/send` takes transactional:send or campaigns:send
+# (the spec names both).
 LEGACY_EQUIVALENTS: dict[str, tuple[str, ...]] = {
     "forms:read": ("automations:write",),
     "forms:write": ("automations:write",),
+    "transactional:send": ("campaigns:send",),
 }
 
 KEY_PREFIX = "mr_live_"

@@ -1,7 +1,12 @@
 """Is this URL safe to send a server-side request to? (webhooks: SSRF guard)
 
 Only https URLs to public addresses pass. Checked at registration and again when connecting,
-and the connection goes to the address that was checked (see webhooks.client).
+and the connection goes to the address that was checked (see webhooks.client). The host judged
+is the one the HTTP client will connect to, as yarl (aiohttp's URL type) spells it: it folds
+Unicode digits and dots (fullwidth digits and dots, U+3002 ideographic full stops) into ASCII,
+so such a host can be the IP literal 127.0.0.1, which aiohttp connects to directly without any
+resolver; and it converts names by IDNA 2008, not the older IDNA 2003 of Python's codec. Refusals name the host but never an address it resolved to, so
+the messages cannot map internal names.
 
 Python 3.11's `ipaddress` judges an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) on its IPv6
 face and calls some special ranges global, so wrapped IPv4 addresses (mapped, compatible,
@@ -17,6 +22,8 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+import yarl
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -92,15 +99,27 @@ def in_allowed(ip: IPAddress, allowed: list[Network]) -> bool:
 @dataclass(frozen=True)
 class Target:
     scheme: str
-    host: str  # lowercased, IDNA, no trailing dot, no brackets
+    host: str  # as the client connects: lowercased, ASCII (IDNA), no trailing dot or brackets
     port: int
     ip: IPAddress | None  # when the URL names an address rather than a name
 
 
+def connect_host(url: str) -> str:
+    """The URL's host exactly as aiohttp will connect to it (yarl's encoding of it)."""
+    try:
+        host = yarl.URL(url).raw_host
+    except (ValueError, TypeError):  # UnicodeError is a ValueError
+        raise UnsafeUrl("not a valid host name") from None
+    if not host:
+        raise UnsafeUrl("not a valid https URL")
+    return host
+
+
 def parse(url: str) -> Target:
     """Static checks (no DNS): scheme, credentials, and host names and forms never allowed."""
+    url = url.strip()
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(url)
         port = parts.port
     except ValueError:
         raise UnsafeUrl("not a valid URL") from None
@@ -108,7 +127,10 @@ def parse(url: str) -> Target:
         raise UnsafeUrl("not a valid https URL")
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise UnsafeUrl("URLs must not contain credentials")
-    host = parts.hostname.rstrip(".").lower()
+    # Judged after the client's own conversion: before it, a Unicode-digit address is a name.
+    host = connect_host(url).rstrip(".").lower()
+    if not host.isascii():
+        raise UnsafeUrl("not a valid host name")
     try:
         ip: IPAddress | None = ipaddress.ip_address(host)
     except ValueError:
@@ -118,10 +140,6 @@ def parse(url: str) -> Target:
             raise UnsafeUrl(f"numeric host form {host} is not allowed")
         if host == "localhost" or host.endswith(BLOCKED_SUFFIXES):
             raise UnsafeUrl(f"{host} is not a public host name")
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise UnsafeUrl("not a valid host name") from None
     default_port = 443 if parts.scheme == "https" else 80
     return Target(parts.scheme, host, port or default_port, ip)
 
@@ -143,11 +161,19 @@ async def checked_addresses(
 ) -> list[IPAddress]:
     """The addresses to connect to: every one the name resolves to must pass, so a DNS answer
     mixing public and private addresses is refused as a whole."""
-    addresses = [target.ip] if target.ip is not None else await resolve(target.host, target.port)
-    if not addresses:
-        raise UnsafeUrl(f"{target.host} does not resolve")
-    for address in addresses:
-        check_address(address, allowed)
+    if target.ip is not None:
+        check_address(target.ip, allowed)  # the address is the caller's own input
+        addresses: list[IPAddress] = [target.ip]
+    else:
+        addresses = await resolve(target.host, target.port)
+        if not addresses:
+            raise UnsafeUrl(f"{target.host} does not resolve")
+        for address in addresses:
+            try:
+                check_address(address, allowed)
+            except UnsafeUrl:
+                # Not which address: that would tell a tenant how internal names resolve.
+                raise UnsafeUrl(f"{target.host} resolves to a non-public address") from None
     if target.scheme == "http" and not all(in_allowed(a, allowed) for a in addresses):
         raise UnsafeUrl("webhook URLs must use https")
     return addresses

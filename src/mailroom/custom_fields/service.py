@@ -8,10 +8,13 @@ from typing import Any
 
 from sqlalchemy import delete, func, select, text
 
+from mailroom.contacts import selection
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.custom_fields import values as v
+from mailroom.db import serialise
+from mailroom.events import bulk as bulk_events
 from mailroom.models import CustomFieldDefinition
 
 MAX_FIELDS = 100
@@ -84,15 +87,38 @@ async def apply_values(
     return result
 
 
+async def serialise_registry(ctx: Context) -> None:
+    """One registry change at a time per workspace until commit, so "count, then insert" is
+    one step (the 100-field cap) and two writers cannot register the same key: PostgreSQL
+    takes an advisory lock (READ COMMITTED would let both count 99 and both insert), SQLite's
+    write transaction is already exclusive. Read the registry again after taking it.
+
+    Lock order: contact creates and imports hold the account's contact-cap lock
+    (`contacts.service.ensure_capacity`, same key) when they register keys, but an import
+    declares its typed fields before taking it; so this takes the account's lock first too
+    (re-entrant within a transaction), and two writers never wait on each other crosswise."""
+    await serialise(
+        ctx.session, f"contact-cap:{ctx.principal.account_id}", f"custom-fields:{ctx.workspace_id}"
+    )
+
+
 async def register_text_fields(
     ctx: Context, keys: list[str], known: dict[str, CustomFieldDefinition]
 ) -> list[CustomFieldDefinition]:
-    """Register unseen merge-tag-safe keys as `text`, while the 100-field limit allows."""
+    """Register unseen merge-tag-safe keys as `text`, while the 100-field limit allows.
+
+    `known` (the registry as the caller read it) is brought up to date and gains the new
+    fields."""
+    wanted = [k for k in dict.fromkeys(keys) if k not in known and v.REGISTRY_KEY.match(k)]
+    if not wanted:
+        return []  # the common case takes no lock
+    await serialise_registry(ctx)
+    known.update(await registry(ctx))  # as it is now that no one else can change it
     room = MAX_FIELDS - len(known)
     added: list[CustomFieldDefinition] = []
     position = max((f.position for f in known.values()), default=-1) + 1
-    for key in dict.fromkeys(keys):
-        if room <= 0 or key in known or not v.REGISTRY_KEY.match(key):
+    for key in wanted:
+        if room <= 0 or key in known:
             continue
         field = CustomFieldDefinition(
             workspace_id=ctx.workspace_id,
@@ -251,6 +277,7 @@ async def create_field(
     checked_label = _check_label(label) if label is not None else v.default_label(key)
     field_type = field_type if field_type is not None else "text"
     checked_options = _check_type_and_options(field_type, options, required=True)
+    await serialise_registry(ctx)
     fields = await registry(ctx)
     if key in fields:
         raise ApiError(
@@ -301,26 +328,33 @@ async def update_field(
 
 
 async def delete_field(ctx: Context, key: str) -> int:
-    """Remove the field and its value from every contact; returns contacts cleared."""
+    """Remove the field and its value from every contact (each a `contact.updated`); returns
+    contacts cleared."""
     field = await get_field(ctx, key)
     if ctx.dialect == "postgresql":
-        sql = (
-            "UPDATE contacts SET custom_fields = custom_fields - :key "
-            "WHERE workspace_id = :ws AND custom_fields ? :key"
-        )
-        params = {"ws": ctx.workspace_id, "key": key}
+        carries, clear = "custom_fields ? :key", "custom_fields - :key"
+        params: dict[str, Any] = {"key": key}
     else:
         # Registry keys are [A-Za-z0-9_], so they are safe inside a quoted JSON path.
-        sql = (
-            "UPDATE contacts SET custom_fields = json_remove(custom_fields, :path) "
-            "WHERE workspace_id = :ws AND json_type(custom_fields, :path) IS NOT NULL"
+        carries = "json_type(custom_fields, :path) IS NOT NULL"
+        clear = "json_remove(custom_fields, :path)"
+        params = {"path": f'$."{key}"'}
+    update = (
+        f"UPDATE contacts SET custom_fields = {clear}, updated_at = :now WHERE workspace_id = :ws"
+    )
+    if await bulk_events.wanted(ctx, "contact.updated"):
+        carriers = await selection.select_where(ctx, carries, **params)
+        cleared = await selection.execute(
+            ctx, f"{update} AND {selection.IN_SELECTION}", run=carriers.run_id, **params
         )
-        params = {"ws": ctx.workspace_id, "path": f'$."{key}"'}
-    result = await ctx.session.execute(text(sql), params)
+        await bulk_events.emit_for_selection(ctx, "contact.updated", carriers.run_id)
+        await selection.release(ctx, carriers)
+    else:
+        cleared = await selection.execute(ctx, f"{update} AND {carries}", **params)
     await ctx.session.execute(
         delete(CustomFieldDefinition).where(CustomFieldDefinition.id == field.id)
     )
-    return int(getattr(result, "rowcount", 0) or 0)
+    return cleared
 
 
 @dataclass
@@ -331,6 +365,7 @@ class ScanResult:
 
 async def scan(ctx: Context) -> ScanResult:
     """Declare every key contacts carry that no field names, inferring its type."""
+    await serialise_registry(ctx)
     fields = await registry(ctx)
     usage = await key_usage(ctx)
     unaddressable = sorted(k for k in usage if not v.REGISTRY_KEY.match(k))

@@ -17,7 +17,7 @@ from mailroom.core.context import Context
 from mailroom.core.dbtypes import UTCDateTime
 from mailroom.core.ids import new_id
 from mailroom.db import bulk_insert, sql_uuid
-from mailroom.events.catalog import CATALOG
+from mailroom.events.catalog import CATALOG, CHAT_EVENTS
 from mailroom.models import WebhookDelivery
 from mailroom.webhooks import fanout
 
@@ -149,11 +149,17 @@ async def emit_for_selection(
         },
     )
     event_ids = list(result.scalars().all())
+    await _deliveries(ctx, event_type, [(event_id, endpoints) for event_id in event_ids])
+    return len(event_ids)
+
+
+async def _deliveries(ctx: Context, event_type: str, targets: list[tuple[str, list[str]]]) -> None:
+    """One pending delivery per (event, endpoint)."""
     now = utcnow()
     await bulk_insert(
         ctx.session,
         WebhookDelivery,
-        [
+        (
             {
                 "id": new_id(),
                 "workspace_id": ctx.workspace_id,
@@ -171,8 +177,76 @@ async def emit_for_selection(
                 "created_at": now,
                 "updated_at": now,
             }
-            for event_id in event_ids
+            for event_id, endpoints in targets
             for endpoint_id in endpoints
-        ],
+        ),
     )
-    return len(event_ids)
+
+
+# What each membership kind joins: its table, the table naming the group, the dimension.
+_MEMBERSHIPS = {
+    "list": ("list_members", "list_id", "lists", "list_ids"),
+    "tag": ("contact_tags", "tag_id", "tags", "tag_ids"),
+}
+
+
+async def emit_for_memberships(
+    ctx: Context, event_type: str, kind: str, run_id: str, *, erased: bool = False
+) -> int:
+    """One `event_type` event per (selected contact, list or tag it belongs to), each with
+    that list or tag as its dimension and `{"list"|"tag": {id, name}}` beside the contact
+    (e.g. `contact.list_left` for every membership of contacts about to be deleted). Only
+    memberships some endpoint takes are written; returns how many events were."""
+    if event_type not in CATALOG:
+        raise ValueError(f"unknown event {event_type}")
+    table, column, groups, filter_key = _MEMBERSHIPS[kind]
+    takers = [
+        rule
+        for rule in await fanout.rules(ctx)
+        if event_type in rule.event_types
+        and (rule.channel == "server" or event_type in CHAT_EVENTS)
+        and set(rule.filters) <= {filter_key}  # any other scope needs a dimension we lack
+    ]
+    if not takers:
+        return 0
+    # Unscoped endpoints take every membership; scoped ones only their lists or tags.
+    scopes = [rule.filters.get(filter_key) for rule in takers]
+    allowed = None if None in scopes else set().union(*(s for s in scopes if s))
+    dialect = ctx.dialect
+    snapshot = _snapshot(dialect, erased)
+    build = "jsonb_build_object" if dialect == "postgresql" else "json_object"
+    data = f"{build}('contact', {snapshot}, '{kind}', {build}('id', g.id, 'name', g.name))"
+    scope = "" if allowed is None else f"AND m.{column} IN :allowed"
+    tags_cte = "" if dialect == "postgresql" else f"WITH tg AS ({_SQLITE_TAG_NAMES})"
+    tags_join = "" if dialect == "postgresql" else "LEFT JOIN tg ON tg.contact_id = c.id"
+    statement = text(
+        f"""
+        {tags_cte}
+        INSERT INTO events (id, workspace_id, type, data, {column}, created_at)
+        SELECT {sql_uuid(dialect)}, c.workspace_id, :type, {data}, m.{column}, :now
+        FROM contacts c JOIN bulk_selection s ON s.contact_id = c.id AND s.run_id = :run
+        JOIN {table} m ON m.contact_id = c.id
+        JOIN {groups} g ON g.id = m.{column} AND g.workspace_id = c.workspace_id
+        {tags_join}
+        WHERE c.workspace_id = :ws {scope}
+        RETURNING id, {column}
+        """
+    ).bindparams(bindparam("now", type_=UTCDateTime()))
+    params: dict[str, Any] = {
+        "type": event_type,
+        "now": utcnow(),
+        "run": run_id,
+        "ws": ctx.workspace_id,
+    }
+    if allowed is not None:
+        statement = statement.bindparams(bindparam("allowed", expanding=True))
+        params["allowed"] = sorted(allowed)
+    rows = (await ctx.session.execute(statement, params)).all()
+    endpoints_of: dict[str, list[str]] = {}
+    targets: list[tuple[str, list[str]]] = []
+    for event_id, group_id in rows:
+        if group_id not in endpoints_of:
+            endpoints_of[group_id] = await fanout.subscribers(ctx, event_type, {column: group_id})
+        targets.append((event_id, endpoints_of[group_id]))
+    await _deliveries(ctx, event_type, targets)
+    return len(rows)

@@ -2,6 +2,9 @@
 
 A job's handler runs in the same transaction that marks the job done, so its database effects
 happen exactly once even though a crashed worker's job is claimed again (see `db.claim_due`).
+That transaction holds a connection (on SQLite the single write connection) while the handler
+runs: a handler that calls out over the network must do so before or after its writes, in a
+transaction of its own, never inside this one.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from mailroom.core.context import Context
+from mailroom.core.loose import Doc, choice
 from mailroom.core.pagination import Pagination
 from mailroom.lists import service
 from mailroom.lists.schemas import (
@@ -102,7 +103,11 @@ async def list_list_contacts(
     id: str,
     ctx: Annotated[Context, use("lists:read")],
     paging: Paging,
-    status: Annotated[str | None, Query(description="confirmed or unconfirmed.")] = None,
+    status: Annotated[
+        str | None,
+        Query(description="confirmed or unconfirmed."),
+        Doc(choice("confirmed", "unconfirmed")),
+    ] = None,
 ) -> dict[str, Any]:
     members, total = await service.list_members(ctx, id, paging, status)
     return {"contacts": members, "pagination": Pagination.of(paging, total)}

@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, Field, StrictBool
 
 from mailroom.contacts.schemas import ContactOut
+from mailroom.core.loose import Doc, body_config, name_field
 from mailroom.core.pagination import Pagination
 
 
 class ListCreate(BaseModel):
-    name: str | None = Field(None, description="Required; up to 100 characters, unique.")
+    model_config = body_config("name", example={"name": "Newsletter", "double_opt_in": True})
+    name: Annotated[Any, Doc(name_field(100))] = Field(
+        None, description="Up to 100 characters, unique ignoring case."
+    )
     description: str | None = Field(None, max_length=500)
     double_opt_in: StrictBool = Field(
         False, description="Members join unconfirmed until they confirm by email."
@@ -17,10 +22,10 @@ class ListCreate(BaseModel):
 
 
 class ListUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str | None = None
+    model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}])
+    name: Annotated[Any, Doc(name_field(100))] = None
     description: str | None = Field(None, max_length=500)
-    double_opt_in: StrictBool | None = None
+    double_opt_in: Annotated[Any, Doc({"type": "boolean"})] = None
 
 
 class ListOut(BaseModel):
@@ -69,9 +74,18 @@ class ListMemberPage(BaseModel):
 
 
 class AddMembers(BaseModel):
-    contact_ids: list[object] | None = Field(
-        None, description="Contact ids (up to 1,000); non-strings are ignored."
-    )
+    model_config = body_config("contact_ids")
+    contact_ids: Annotated[
+        Any,
+        Doc(
+            {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 1000,
+                "items": {"type": "string", "minLength": 1},
+            }
+        ),
+    ] = Field(None, description="Contact ids of this workspace (up to 1,000).")
 
 
 class MembersAdded(BaseModel):

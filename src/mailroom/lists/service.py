@@ -7,33 +7,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.exc import IntegrityError
 
+from mailroom.contacts import memberships
 from mailroom.contacts import service as contacts
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
-from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
 from mailroom.db import insert_ignoring_conflicts
 from mailroom.events import service as events
 from mailroom.models import Contact, ListMember, MailingList
+from mailroom.named import Named
 
 MAX_NAME = 100
 MAX_DESCRIPTION = 500
 MAX_IDS = 1000
-
-
-def _name(value: Any) -> str:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise ApiError(400, "name is required")
-    if not isinstance(value, str):
-        raise ApiError(400, "name must be a string")
-    name = " ".join(value.split())
-    if len(name) > MAX_NAME:
-        raise ApiError(400, f"name must be {MAX_NAME} characters or fewer")
-    return name
+LISTS = Named(MailingList, "list", MAX_NAME)
 
 
 def _description(value: Any) -> str:
@@ -51,45 +41,17 @@ def effective_double_opt_in(ctx: Context, mailing_list: MailingList) -> bool:
 
 
 async def get_list(ctx: Context, list_id: str) -> MailingList:
-    found: MailingList | None = await ctx.session.scalar(
-        select(MailingList).where(
-            MailingList.id == list_id, MailingList.workspace_id == ctx.workspace_id
-        )
-    )
-    if found is None:
-        raise ApiError(404, "List not found")
-    return found
-
-
-async def _ensure_unique(ctx: Context, name: str, except_id: str | None = None) -> None:
-    existing = await ctx.session.scalar(
-        select(MailingList).where(
-            MailingList.workspace_id == ctx.workspace_id, MailingList.name_key == fold(name)
-        )
-    )
-    if existing is not None and existing.id != except_id:
-        raise ApiError(409, "A list with this name already exists", id=existing.id)
+    return await LISTS.get(ctx, list_id)
 
 
 async def create_list(ctx: Context, body: dict[str, Any]) -> MailingList:
-    name = _name(body.get("name"))
-    await _ensure_unique(ctx, name)
-    now = utcnow()
-    mailing_list = MailingList(
-        workspace_id=ctx.workspace_id,
-        name=name,
-        name_key=fold(name),
+    name = await LISTS.claim_name(ctx, body.get("name"))
+    return await LISTS.create(
+        ctx,
+        name,
         description=_description(body.get("description")),
         double_opt_in=bool(body.get("double_opt_in") or False),
-        created_at=now,
-        updated_at=now,
     )
-    ctx.session.add(mailing_list)
-    try:
-        await ctx.session.flush()
-    except IntegrityError:
-        raise ApiError(409, "A list with this name already exists") from None
-    return mailing_list
 
 
 async def update_list(ctx: Context, list_id: str, body: dict[str, Any]) -> MailingList:
@@ -97,26 +59,22 @@ async def update_list(ctx: Context, list_id: str, body: dict[str, Any]) -> Maili
     if not body:
         raise ApiError(400, "No updatable fields provided")
     if "name" in body:
-        name = _name(body["name"])
-        await _ensure_unique(ctx, name, except_id=mailing_list.id)
-        mailing_list.name, mailing_list.name_key = name, fold(name)
+        await LISTS.rename(ctx, mailing_list, body["name"])
     if "description" in body:
         mailing_list.description = _description(body["description"])
     if "double_opt_in" in body:
         if not isinstance(body["double_opt_in"], bool):
             raise ApiError(400, "double_opt_in must be true or false")
         mailing_list.double_opt_in = body["double_opt_in"]
-    mailing_list.updated_at = utcnow()
+    LISTS.touch(mailing_list)
     return mailing_list
 
 
 async def delete_list(ctx: Context, list_id: str) -> int:
     mailing_list = await get_list(ctx, list_id)
-    result = await ctx.session.execute(
-        delete(ListMember).where(ListMember.list_id == mailing_list.id)
-    )
-    await ctx.session.execute(delete(MailingList).where(MailingList.id == mailing_list.id))
-    return int(getattr(result, "rowcount", 0) or 0)
+    removed = await memberships.drop_group(ctx, "list", mailing_list)  # contact.list_left each
+    await LISTS.delete(ctx, mailing_list)
+    return removed
 
 
 async def member_counts(ctx: Context, list_ids: list[str]) -> dict[str, dict[str, int]]:
@@ -151,16 +109,7 @@ def as_dict(ctx: Context, mailing_list: MailingList, counts: dict[str, int]) -> 
 
 
 async def list_lists(ctx: Context, page: PageParams) -> tuple[list[MailingList], int]:
-    where = MailingList.workspace_id == ctx.workspace_id
-    total = int(await ctx.session.scalar(select(func.count()).where(where)) or 0)
-    rows = await ctx.session.scalars(
-        select(MailingList)
-        .where(where)
-        .order_by(MailingList.name_key, MailingList.id)
-        .offset(page.offset)
-        .limit(page.limit)
-    )
-    return list(rows.all()), total
+    return await LISTS.page(ctx, page)
 
 
 # ---------------------------------------------------------------- members
@@ -168,8 +117,10 @@ async def list_lists(ctx: Context, page: PageParams) -> tuple[list[MailingList],
 
 def clean_ids(raw: Any, field: str = "contact_ids") -> list[str]:
     """Ids as given: non-strings dropped, duplicates folded."""
-    if not isinstance(raw, list):
+    if raw is None:
         raise ApiError(400, f"{field} array is required")
+    if not isinstance(raw, list):
+        raise ApiError(400, f"{field} must be an array")
     return list(dict.fromkeys(i.strip() for i in raw if isinstance(i, str) and i.strip()))
 
 
@@ -219,11 +170,12 @@ async def add_members(ctx: Context, list_id: str, raw_ids: Any) -> MembershipCha
         ).all()
     )
     for contact in found:
-        if contact.id in existing:
-            result.already_member += 1
-            continue
+        # As bulk add_to_list: whoever is not subscribed is skipped, member or not.
         if contact.status != "subscribed":
             result.skipped_not_subscribed += 1
+            continue
+        if contact.id in existing:
+            result.already_member += 1
             continue
         inserted = await ctx.session.scalar(
             insert_ignoring_conflicts(ctx.session, ListMember)

@@ -58,8 +58,10 @@ def build_request(
         value = args.pop(name, None)
         if value is None or value == "":
             raise ArgumentError(f"Missing required argument: {name}")
-        if str(value) in (".", ".."):  # a dot segment would make the URL another operation's
-            raise ArgumentError(f"Invalid {name}: {value}")
+        # A path argument fills exactly one segment: a `/` or a dot segment would make the URL
+        # another operation's (`id="<contact>/tags/<tag>"` reaching remove_contact_tag).
+        if "/" in str(value) or str(value) in (".", ".."):
+            raise ArgumentError(f"Invalid {name}: {value} (one path segment, no '/')")
         path = path.replace("{" + name + "}", quote(str(value), safe=""))
     params = {
         name: _query_value(args.pop(name)) for name in op.query_params if args.get(name) is not None
@@ -84,8 +86,12 @@ def build_request(
         raise ArgumentError(f"Missing required argument: {FILE_TEXT} or {FILE_BASE64}")
 
     if op.json_body:
-        if op.body_flattened:
-            body: Any = args
+        if op.body_flattened and isinstance(args.get(BODY_ARGUMENT), dict):
+            # The body as one `body` argument is understood too (older tool shapes).
+            body: Any = args.pop(BODY_ARGUMENT)
+            _refuse_leftovers(args)
+        elif op.body_flattened:
+            body = args
         else:
             body = args.pop(BODY_ARGUMENT, None)
             _refuse_leftovers(args)

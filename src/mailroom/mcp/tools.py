@@ -64,6 +64,7 @@ def _operation(path: str, method: str, spec: dict[str, Any], schemas: dict[str, 
     op = Operation(name=spec["operationId"], method=method.upper(), path=path)
     properties: dict[str, Any] = {}
     required: list[str] = []
+    rules: list[dict[str, Any]] = []
     for param in spec.get("parameters", []):
         if param.get("in") not in ("path", "query"):
             continue
@@ -82,7 +83,13 @@ def _operation(path: str, method: str, spec: dict[str, Any], schemas: dict[str, 
     body_required = bool(spec.get("requestBody", {}).get("required"))
     if "application/json" in content:
         _add_json_body(
-            op, content["application/json"]["schema"], body_required, schemas, properties, required
+            op,
+            content["application/json"]["schema"],
+            body_required,
+            schemas,
+            properties,
+            required,
+            rules,
         )
     if "multipart/form-data" in content:
         _add_form(op, content["multipart/form-data"]["schema"], schemas, properties)
@@ -90,6 +97,8 @@ def _operation(path: str, method: str, spec: dict[str, Any], schemas: dict[str, 
     input_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         input_schema["required"] = sorted(set(required), key=required.index)
+    if rules:
+        input_schema["allOf"] = rules
     defs = _collect_defs(input_schema, schemas)
     if defs:
         input_schema["$defs"] = defs
@@ -116,6 +125,7 @@ def _add_json_body(
     schemas: dict[str, Any],
     properties: dict[str, Any],
     required: list[str],
+    rules: list[dict[str, Any]],
 ) -> None:
     op.json_body = True
     resolved = _resolve(schema, schemas)
@@ -127,6 +137,19 @@ def _add_json_body(
             properties[name] = _simplify(sub)
         if body_required:
             required.extend(resolved.get("required", []))
+        # Rules between fields (`PATCH` needs one of ..., flag combinations) name the same
+        # arguments once flattened.
+        flat_rules = copy.deepcopy(resolved.get("allOf", []))
+        if resolved.get("required"):
+            rules.extend(flat_rules)
+            return
+        # A body without required fields is also understood as one `body` object (the shape
+        # such tools had before their fields could be flattened).
+        properties[BODY_ARGUMENT] = _describe(
+            copy.deepcopy(schema), "Alternatively, the whole JSON request body as one object."
+        )
+        if flat_rules:
+            rules.append({"anyOf": [{"allOf": flat_rules}, {"required": [BODY_ARGUMENT]}]})
         return
     properties[BODY_ARGUMENT] = _describe(copy.deepcopy(schema), "The JSON request body.")
     if body_required:

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from mailroom.core.context import Context
+from mailroom.core.loose import Doc, text
 from mailroom.media import service
 from mailroom.media.schemas import UPLOAD_BODY, MediaDeleted, MediaLibrary, MediaUploaded
 from mailroom.media.storage import LocalStore, make_store
@@ -58,7 +59,10 @@ async def upload_media(
     description="Removes the bytes and the record; emails that show it get a broken picture.",
     responses=errors(404, 503),
 )
-async def delete_media(id: str, ctx: Annotated[Context, use("campaigns:write")]) -> dict[str, Any]:
+async def delete_media(
+    id: Annotated[str, Doc(text(pattern=service.ID_PATTERN.pattern))],
+    ctx: Annotated[Context, use("campaigns:write")],
+) -> dict[str, Any]:
     await service.remove(ctx, id)
     return {"ok": True, "id": id, "note": service.DELETE_NOTE}
 

@@ -48,10 +48,12 @@ UPLOAD_BODY = {
                     "file": {
                         "type": "string",
                         "format": "binary",
-                        "description": "A PNG, JPEG, GIF or WebP image, 2 MB at most.",
+                        "description": "A PNG, JPEG, GIF or WebP image, 2 MB at most; "
+                        "the type is read from the bytes.",
                     }
                 },
-            }
+            },
+            "encoding": {"file": {"contentType": "image/png, image/jpeg, image/gif, image/webp"}},
         }
     },
 }

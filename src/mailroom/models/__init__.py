@@ -4,6 +4,7 @@ every model on `Base.metadata` (Alembic's autogenerate and the tests rely on tha
 
 from mailroom.models.accounts import Account, ApiKey, Person, Workspace, WorkspaceMember
 from mailroom.models.audit import AuditEntry
+from mailroom.models.campaigns import CAMPAIGN_STATUSES, Campaign, SendingSettings
 from mailroom.models.contacts import (
     CONTACT_STATUSES,
     Contact,
@@ -13,27 +14,50 @@ from mailroom.models.contacts import (
     Tag,
     search_text,
 )
+from mailroom.models.domains import DOMAIN_STATUSES, SendingDomain
 from mailroom.models.events import Event
+from mailroom.models.idempotency import IdempotencyKey
 from mailroom.models.jobs import Job
 from mailroom.models.lists import ListMember, MailingList
 from mailroom.models.media import MediaFile
 from mailroom.models.ratelimit import RateLimitHit
 from mailroom.models.scratch import BulkSelection, ImportStaging
+from mailroom.models.segments import Segment
+from mailroom.models.sending import (
+    PRIORITY_AUTOMATION,
+    PRIORITY_CAMPAIGN,
+    PRIORITY_TRANSACTIONAL,
+    SEND_KINDS,
+    SEND_STATUSES,
+    SendLog,
+    SendMeter,
+)
 from mailroom.models.suppressions import REASON_STRENGTH, Suppression
+from mailroom.models.templates import Template
 from mailroom.models.webhooks import WebhookDelivery, WebhookEndpoint
+from mailroom.models.workers import WorkerProcess
 
 __all__ = [
+    "CAMPAIGN_STATUSES",
     "CONTACT_STATUSES",
+    "DOMAIN_STATUSES",
+    "PRIORITY_AUTOMATION",
+    "PRIORITY_CAMPAIGN",
+    "PRIORITY_TRANSACTIONAL",
     "REASON_STRENGTH",
+    "SEND_KINDS",
+    "SEND_STATUSES",
     "Account",
     "ApiKey",
     "AuditEntry",
     "BulkSelection",
+    "Campaign",
     "Contact",
     "ContactCounts",
     "ContactTag",
     "CustomFieldDefinition",
     "Event",
+    "IdempotencyKey",
     "ImportStaging",
     "Job",
     "ListMember",
@@ -41,10 +65,17 @@ __all__ = [
     "MediaFile",
     "Person",
     "RateLimitHit",
+    "Segment",
+    "SendLog",
+    "SendMeter",
+    "SendingDomain",
+    "SendingSettings",
     "Suppression",
     "Tag",
+    "Template",
     "WebhookDelivery",
     "WebhookEndpoint",
+    "WorkerProcess",
     "Workspace",
     "WorkspaceMember",
     "search_text",

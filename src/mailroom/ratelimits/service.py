@@ -11,10 +11,11 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core.clock import utcnow
+from mailroom.db import serialise
 from mailroom.models import RateLimitHit
 
 # The longest window any limit uses; older rows can go.
@@ -40,10 +41,7 @@ async def hit(
     """Count one action under `key` unless `limit` actions already fall in the last window."""
     now = now or utcnow()
     since = now - timedelta(seconds=window_seconds)
-    if session.get_bind().dialect.name == "postgresql":
-        await session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
-        )
+    await serialise(session, key)
     in_window = (RateLimitHit.key == key) & (RateLimitHit.at > since)
     used = int(await session.scalar(select(func.count()).where(in_window)) or 0)
     if used >= limit:

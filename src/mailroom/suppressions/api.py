@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated, Any
 
@@ -8,9 +9,11 @@ from fastapi import APIRouter, Query, Request
 from mailroom.core.auth import Principal, require
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
+from mailroom.core.loose import Doc, choice
 from mailroom.core.pagination import Pagination
 from mailroom.suppressions import exporter, importer, service
 from mailroom.suppressions.schemas import (
+    EMAIL,
     IMPORT_BODY,
     AddressCheck,
     LiftRequest,
@@ -38,7 +41,9 @@ router = APIRouter(prefix="/api/v1/suppressions", tags=["Suppressions"])
 async def get_suppressions(
     ctx: Annotated[Context, use("contacts:read")],
     email: Annotated[
-        str | None, Query(description="Address to check (case and spaces ignored).")
+        str | None,
+        Query(description="Address to check (case and spaces ignored)."),
+        Doc(EMAIL),
     ] = None,
 ) -> dict[str, Any]:
     if email is not None:
@@ -54,7 +59,9 @@ async def get_suppressions(
     "multipart with a CSV `file`. A stronger reason replaces a weaker one, never the reverse; "
     "subscribed contacts with these addresses take the imported status; no contact is created. "
     "Work is committed in batches of 200: after a failure part-way, repeating is safe. "
-    "`received = added + upgraded + unchanged + invalid`.",
+    "`received = added + upgraded + unchanged + invalid`. A CSV is limited to 5 MB and 50,000 "
+    "rows (413); at most 1,000 distinct addresses or domains in an unusual form (non-ASCII or "
+    "odd punctuation) per request (400).",
     openapi_extra={"requestBody": IMPORT_BODY},
     responses=errors(400, 413, 422, 500),
 )
@@ -66,7 +73,8 @@ async def import_suppressions(
             request, max_bytes=importer.MAX_CSV_BYTES, too_large=importer.CSV_TOO_LARGE
         )
         fallback = importer.default_reason(upload.fields.get("reason"))
-        pairs = importer.entries_from_csv(upload.content)
+        # Decoding and splitting up to 50,000 rows is CPU work: off the event loop.
+        pairs = await asyncio.to_thread(importer.entries_from_csv, upload.content)
     else:
         try:
             body = json.loads(await request.body() or b"null")
@@ -90,7 +98,9 @@ async def list_suppressions(
     ctx: Annotated[Context, use("contacts:read")],
     paging: Paging,
     reason: Annotated[
-        str | None, Query(description="unsubscribed, bounced, complained or deleted.")
+        str | None,
+        Query(description="unsubscribed, bounced, complained or deleted."),
+        Doc(choice(*service.REASONS)),
     ] = None,
     domain: Annotated[
         str | None, Query(description="Case-insensitive substring of the domain.")
@@ -121,7 +131,9 @@ async def export_suppressions(
     request: Request,
     principal: Annotated[Principal, require("contacts:export")],
     reason: Annotated[
-        str | None, Query(description="unsubscribed, bounced, complained or deleted.")
+        str | None,
+        Query(description="unsubscribed, bounced, complained or deleted."),
+        Doc(choice(*service.REASONS)),
     ] = None,
     domain: Annotated[str | None, Query(description="Substring of the domain.")] = None,
 ) -> Any:

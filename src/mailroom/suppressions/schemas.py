@@ -1,10 +1,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from mailroom.core.loose import Doc, body_config, choice, text
 from mailroom.core.pagination import Pagination
+from mailroom.suppressions.service import REASON_ALIASES
+
+EMAIL = text(254, min_length=3, format="email")
+# Every spelling the import understands (matched ignoring case; `-` and `_` read as spaces).
+IMPORT_REASONS = sorted(REASON_ALIASES)
 
 
 class ByReason(BaseModel):
@@ -68,8 +75,13 @@ class SuppressionImportResult(BaseModel):
 
 
 class LiftRequest(BaseModel):
-    email: str | None = Field(None, description="The address, or:")
-    email_hash: str | None = Field(None, description="its hash as shown in the list.")
+    model_config = body_config(
+        rules=[{"anyOf": [{"required": ["email"]}, {"required": ["email_hash"]}]}]
+    )
+    email: Annotated[str | None, Doc(EMAIL)] = Field(None, description="The address, or:")
+    email_hash: Annotated[str | None, Doc(text(pattern="^[0-9a-fA-F]{64}$"))] = Field(
+        None, description="its hash as shown in the list."
+    )
 
 
 class LiftResult(BaseModel):
@@ -86,7 +98,7 @@ IMPORT_BODY = {
                 "required": ["entries"],
                 "properties": {
                     "reason": {
-                        "type": "string",
+                        **choice(*IMPORT_REASONS),
                         "description": "Default reason: unsubscribed (default), bounced or "
                         "complained (aliases such as cleaned, spam, opted out are understood).",
                     },
@@ -104,7 +116,9 @@ IMPORT_BODY = {
                                         "email": {"type": "string"},
                                         "reason": {"type": "string"},
                                     },
-                                    "required": ["email"],
+                                    "description": "The address as `email` (or `address`, "
+                                    "`email_address`) and its reason; a malformed address or "
+                                    "an unknown reason counts as invalid.",
                                 },
                             ]
                         },
@@ -123,9 +137,10 @@ IMPORT_BODY = {
                         "description": "CSV up to 5 MB: header `email` (optional `reason`), "
                         "or one address per line.",
                     },
-                    "reason": {"type": "string", "description": "Default reason."},
+                    "reason": {**choice(*IMPORT_REASONS), "description": "Default reason."},
                 },
-            }
+            },
+            "encoding": {"file": {"contentType": "text/csv"}},
         },
     },
 }

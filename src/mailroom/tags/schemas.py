@@ -1,21 +1,30 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from mailroom.core.loose import Doc, body_config, name_field, nullable, text
 from mailroom.core.pagination import Pagination
+
+COLOR = text(pattern=r"^\s*#[0-9a-fA-F]{6}\s*$")
 
 
 class TagCreate(BaseModel):
-    name: str | None = Field(None, description="Required; 1-60 characters, unique ignoring case.")
-    color: str | None = Field(None, description="Hex colour like #2563eb; one is picked if absent.")
+    model_config = body_config("name", example={"name": "VIP", "color": "#2563eb"})
+    name: Annotated[Any, Doc(name_field(60))] = Field(
+        None, description="1-60 characters, unique ignoring case."
+    )
+    color: Annotated[Any, Doc(nullable(COLOR))] = Field(
+        None, description="Hex colour like #2563eb; one is picked if absent."
+    )
 
 
 class TagUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    color: str | None = None
+    model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}])
+    name: Annotated[Any, Doc(name_field(60))] = None
+    color: Annotated[Any, Doc(COLOR)] = None
 
 
 class TagOut(BaseModel):
@@ -43,7 +52,10 @@ class TagDeleted(BaseModel):
 
 
 class ContactTagAttach(BaseModel):
-    tag_id: str | None = Field(None, description="Required: id of a tag of this workspace.")
+    model_config = body_config("tag_id")
+    tag_id: Annotated[Any, Doc(text(min_length=1))] = Field(
+        None, description="Id of a tag of this workspace."
+    )
 
 
 class ContactTagLink(BaseModel):

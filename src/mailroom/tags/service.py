@@ -6,65 +6,38 @@ import re
 from typing import Any
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.exc import IntegrityError
 
+from mailroom.contacts import memberships
 from mailroom.contacts import service as contacts
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
-from mailroom.core.text import contains_pattern, fold
 from mailroom.db import insert_ignoring_conflicts
 from mailroom.events import service as events
 from mailroom.models import ContactTag, Tag
+from mailroom.named import Named
 
 MAX_NAME = 60
 COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 PALETTE = ("#2563eb", "#16a34a", "#d97706", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
-
-
-def clean_name(value: Any) -> str:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise ApiError(400, "name is required")
-    if not isinstance(value, str):
-        raise ApiError(400, "name must be a string")
-    name = " ".join(value.split())
-    if len(name) > MAX_NAME:
-        raise ApiError(400, f"name must be {MAX_NAME} characters or fewer")
-    return name
+TAGS = Named(Tag, "tag", MAX_NAME)
 
 
 def clean_color(value: Any) -> str:
-    if not isinstance(value, str) or not COLOR.match(value.strip()):
+    if value is not None and not isinstance(value, str):
+        raise ApiError(400, "color must be a string")
+    if value is None or not COLOR.match(value.strip()):
         raise ApiError(400, "color must be a hex colour like #2563eb")
     return value.strip().lower()
 
 
 async def get_tag(ctx: Context, tag_id: str) -> Tag:
-    tag: Tag | None = await ctx.session.scalar(
-        select(Tag).where(Tag.id == tag_id, Tag.workspace_id == ctx.workspace_id)
-    )
-    if tag is None:
-        raise ApiError(404, "Tag not found")
-    return tag
-
-
-async def find_by_name(ctx: Context, name: str) -> Tag | None:
-    found: Tag | None = await ctx.session.scalar(
-        select(Tag).where(Tag.workspace_id == ctx.workspace_id, Tag.name_key == fold(name))
-    )
-    return found
-
-
-async def _ensure_unique(ctx: Context, name: str, *, except_id: str | None = None) -> None:
-    existing = await find_by_name(ctx, name)
-    if existing is not None and existing.id != except_id:
-        raise ApiError(409, "A tag with this name already exists", id=existing.id)
+    return await TAGS.get(ctx, tag_id)
 
 
 async def create_tag(ctx: Context, name: Any, color: Any = None) -> Tag:
-    clean = clean_name(name)
-    await _ensure_unique(ctx, clean)
+    clean = await TAGS.claim_name(ctx, name)  # the name's 400 and 409 before the colour's
     if color is None:
         count = await ctx.session.scalar(
             select(func.count()).where(Tag.workspace_id == ctx.workspace_id)
@@ -72,21 +45,7 @@ async def create_tag(ctx: Context, name: Any, color: Any = None) -> Tag:
         chosen = PALETTE[int(count or 0) % len(PALETTE)]
     else:
         chosen = clean_color(color)
-    now = utcnow()
-    tag = Tag(
-        workspace_id=ctx.workspace_id,
-        name=clean,
-        name_key=fold(clean),
-        color=chosen,
-        created_at=now,
-        updated_at=now,
-    )
-    ctx.session.add(tag)
-    try:
-        await ctx.session.flush()
-    except IntegrityError:
-        raise ApiError(409, "A tag with this name already exists") from None
-    return tag
+    return await TAGS.create(ctx, clean, color=chosen)
 
 
 async def update_tag(ctx: Context, tag_id: str, changes: dict[str, Any]) -> Tag:
@@ -94,21 +53,19 @@ async def update_tag(ctx: Context, tag_id: str, changes: dict[str, Any]) -> Tag:
     if not changes:
         raise ApiError(400, "No updatable fields provided")
     if "name" in changes:
-        clean = clean_name(changes["name"])
-        await _ensure_unique(ctx, clean, except_id=tag.id)
-        tag.name, tag.name_key = clean, fold(clean)
+        await TAGS.rename(ctx, tag, changes["name"])
     if "color" in changes:
         tag.color = clean_color(changes["color"])
-    tag.updated_at = utcnow()
+    TAGS.touch(tag)
     return tag
 
 
 async def delete_tag(ctx: Context, tag_id: str) -> int:
     """Removes the tag from every contact; returns how many contacts carried it."""
     tag = await get_tag(ctx, tag_id)
-    result = await ctx.session.execute(delete(ContactTag).where(ContactTag.tag_id == tag.id))
-    await ctx.session.execute(delete(Tag).where(Tag.id == tag.id))
-    return int(getattr(result, "rowcount", 0) or 0)
+    untagged = await memberships.drop_group(ctx, "tag", tag)  # contact.tag_removed each
+    await TAGS.delete(ctx, tag)
+    return untagged
 
 
 async def contact_counts(ctx: Context, tag_ids: list[str]) -> dict[str, int]:
@@ -123,14 +80,7 @@ async def contact_counts(ctx: Context, tag_ids: list[str]) -> dict[str, int]:
 
 
 async def list_tags(ctx: Context, page: PageParams, q: str | None) -> tuple[list[Tag], int]:
-    where = [Tag.workspace_id == ctx.workspace_id]
-    if q and q.strip():
-        where.append(Tag.name_key.like(contains_pattern(q.strip()), escape="\\"))
-    total = int(await ctx.session.scalar(select(func.count()).where(*where)) or 0)
-    rows = await ctx.session.scalars(
-        select(Tag).where(*where).order_by(Tag.name_key).offset(page.offset).limit(page.limit)
-    )
-    return list(rows.all()), total
+    return await TAGS.page(ctx, page, q=q)
 
 
 def as_dict(tag: Tag, contact_count: int) -> dict[str, Any]:

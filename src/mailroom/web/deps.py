@@ -6,16 +6,27 @@ from collections.abc import AsyncIterator, MutableMapping
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.audit import service as audit_service
 from mailroom.core.auth import Principal, require
 from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.db import Database
 from mailroom.settings import Settings
+from mailroom.web import idempotency
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# `openapi_extra` of a POST that only reads (previews): never counted against the hourly write
+# limit, no audit entry, a read-only unit of work. Shown in the document as `x-read-only`.
+READ_ONLY = {"x-read-only": True}
+
+
+def counts_as_write(method: str, route: Any) -> bool:
+    extra = getattr(route, "openapi_extra", None) or {}
+    return method in WRITE_METHODS and not extra.get("x-read-only")
 
 
 def get_db(request: Request) -> Database:
@@ -62,7 +73,7 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
     middleware once the response status is known.
     """
     db = get_db(request)
-    write = request.method in WRITE_METHODS
+    write = counts_as_write(request.method, request.scope.get("route"))
     async with db.session(write=write) as session:
         try:
             yield session
@@ -73,6 +84,7 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
             await session.rollback()
             return
         principal = getattr(request.state, "principal", None)
+        key = None
         if isinstance(principal, Principal):
             route = request.scope.get("route")
             session.add(
@@ -85,8 +97,20 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
                     status=int(getattr(route, "status_code", None) or 200),
                 )
             )
-        await session.commit()
+            # The request's Idempotency-Key commits with its work, or neither does.
+            key = idempotency.reservation(request.scope.get("state", {}), principal)
+            if key is not None:
+                session.add(key)
+        try:
+            await session.commit()
+        except IntegrityError:
+            if key is None:
+                raise
+            # An identical request committed the key first: this one's work is taken back.
+            raise ApiError(409, idempotency.IN_PROGRESS) from None
         request.state.audit_recorded = True
+        if key is not None:
+            request.scope["state"][idempotency.RESERVED] = True
 
 
 # Function scope: the commit happens before the response is sent, so a client that got its

@@ -13,11 +13,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import iter_route_contexts
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mailroom.core.errors import ApiError
+from mailroom.web.methods import allowed_methods
 
 log = logging.getLogger("mailroom.errors")
 
@@ -26,7 +26,10 @@ _LOCATIONS = {"body", "query", "path", "header", "cookie"}
 
 
 def _field_name(loc: Sequence[Any]) -> str:
-    parts = [str(p) for p in loc if not (isinstance(p, str) and p in _LOCATIONS)]
+    # Only the first element says where the field sits; a field may itself be named `body`.
+    if loc and isinstance(loc[0], str) and loc[0] in _LOCATIONS:
+        loc = loc[1:]
+    parts = [str(p) for p in loc]
     name = ""
     for part in parts:
         if part.isdigit():
@@ -124,17 +127,6 @@ def validation_message(errors: Sequence[dict[str, Any]]) -> str:
     return f"{field}: {error.get('msg', 'invalid value')}"
 
 
-def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (Starlette lists only the first route's)."""
-    methods: set[str] = set()
-    path = request.url.path
-    for route in iter_route_contexts(request.app.routes):
-        regex = getattr(route, "path_regex", None)
-        if regex is not None and regex.match(path):
-            methods.update(route.methods or ())
-    return sorted(methods)  # FastAPI routes serve no implicit HEAD, so none is listed
-
-
 def error_response(
     status: int, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> JSONResponse:
@@ -151,7 +143,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     headers = dict(exc.headers or {})
     message = str(exc.detail)
     if exc.status_code == 405:
-        headers["Allow"] = ", ".join(_allowed_methods(request))
+        headers["Allow"] = ", ".join(allowed_methods(request.app, request.url.path))
     return error_response(exc.status_code, {"error": message}, headers or None)
 
 

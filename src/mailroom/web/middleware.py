@@ -1,10 +1,18 @@
 """Key authentication, the hourly write limit and the audit of writes, for every
-`/api/v1` request, before routing or body parsing (so a bad key is 401 whatever the body)."""
+`/api/v1` request, before routing or body parsing (so a bad key is 401 whatever the body).
+
+A key's `last_used_at` is recorded after the response has been sent, at most once a minute per
+key, and skipped when the database's one write connection (SQLite) is busy: a read never waits
+for a writer, and the request never fails because of it (a later request records it).
+"""
 
 from __future__ import annotations
 
 import logging
+import weakref
 
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.pool import QueuePool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -12,21 +20,59 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mailroom.accounts import service as accounts_service
 from mailroom.audit import service as audit_service
 from mailroom.core.auth import UNAUTHORIZED, Principal
+from mailroom.core.errors import ApiError
 from mailroom.db import Database
 from mailroom.ratelimits import service as ratelimits
-from mailroom.web.deps import WRITE_METHODS, operation_of
+from mailroom.web.deps import counts_as_write, operation_of
 from mailroom.web.permissions import route_for
 
 log = logging.getLogger("mailroom.api")
 
 API_PREFIX = "/api/v1"
 WRITE_WINDOW_SECONDS = 3600
+BUSY_RETRY_AFTER = 5  # seconds
+
+
+def server_busy() -> ApiError:
+    """No pooled database connection came free in time: overload, not the client's fault."""
+    return ApiError(
+        503,
+        f"The server is busy. Retry in {BUSY_RETRY_AFTER} seconds.",
+        headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+    )
 
 
 async def check_key(db: Database, key: str | None) -> accounts_service.KeyCheck | None:
-    """A request's key looked up in a short read transaction (for /api/v1 and /mcp alike)."""
-    async with db.session(write=False) as session:
-        return await accounts_service.authenticate_key(session, key)
+    """A request's key looked up in a short read transaction (for /api/v1 and /mcp alike).
+    Raises the 503 `server_busy()` if no connection comes free in time."""
+    try:
+        async with db.session(write=False) as session:
+            return await accounts_service.authenticate_key(session, key)
+    except PoolTimeout:
+        raise server_busy() from None
+
+
+# Keys whose last_used_at is being written, per database: one write per key at a time.
+_touching: weakref.WeakKeyDictionary[Database, set[str]] = weakref.WeakKeyDictionary()
+
+
+async def touch_key_later(db: Database, key_id: str) -> None:
+    """Record the key's use, unless that would mean waiting for SQLite's write connection.
+    Called once the response has been sent; never raises."""
+    pool = db.write_engine.pool
+    if db.is_sqlite and isinstance(pool, QueuePool) and pool.checkedout():
+        return  # a writer holds it: skip rather than queue behind it
+    busy = _touching.setdefault(db, set())
+    if key_id in busy:
+        return
+    busy.add(key_id)
+    try:
+        async with db.transaction() as session:
+            await accounts_service.touch_key(session, key_id)
+    except Exception:  # bookkeeping only: the request has been answered already
+        log.warning("could not record last_used_at of key %s", key_id, exc_info=True)
+    finally:
+        busy.discard(key_id)
 
 
 def is_api_path(path: str) -> bool:
@@ -50,18 +96,25 @@ class ApiKeyMiddleware:
             )(scope, receive, send)
             return
         db: Database = scope["app"].state.db
-        check = await check_key(db, Headers(scope=scope).get("x-api-key"))
+        try:
+            check = await check_key(db, Headers(scope=scope).get("x-api-key"))
+        except ApiError as busy:
+            await _error(busy)(scope, receive, send)
+            return
         if check is None:
             await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
             return
         principal = check.principal
-        if check.needs_touch and principal.key_id:
-            async with db.transaction() as session:
-                await accounts_service.touch_key(session, principal.key_id)
         scope.setdefault("state", {})["principal"] = principal
+        await self._authorized(scope, receive, send, db, principal)
+        if check.needs_touch and principal.key_id:
+            await touch_key_later(db, principal.key_id)
 
-        is_write = scope["method"] in WRITE_METHODS
+    async def _authorized(
+        self, scope: Scope, receive: Receive, send: Send, db: Database, principal: Principal
+    ) -> None:
         target = route_for(scope["app"], scope["method"], scope["path"])
+        is_write = counts_as_write(scope["method"], target.route if target else None)
         if target is not None and target.permission and not principal.allows(target.permission):
             # Before the body is read and before the write is counted (see web.permissions).
             scope["route"] = target.route
@@ -72,13 +125,18 @@ class ApiKeyMiddleware:
             return
         limit = principal.plan.writes_per_hour
         if is_write and limit is not None:
-            async with db.transaction() as session:
-                decision = await ratelimits.hit(
-                    session,
-                    f"writes:{principal.workspace_id}",
-                    limit=limit,
-                    window_seconds=WRITE_WINDOW_SECONDS,
-                )
+            try:
+                async with db.transaction() as session:
+                    decision = await ratelimits.hit(
+                        session,
+                        f"writes:{principal.workspace_id}",
+                        limit=limit,
+                        window_seconds=WRITE_WINDOW_SECONDS,
+                    )
+            except PoolTimeout:
+                # Not audited: that would wait for a connection again.
+                await _error(server_busy())(scope, receive, send)
+                return
             if not decision.allowed:
                 body = {
                     "error": f"Hourly write limit reached ({limit} on the "
@@ -87,10 +145,6 @@ class ApiKeyMiddleware:
                 headers = {"Retry-After": str(decision.retry_after)}
                 await JSONResponse(body, status_code=429, headers=headers)(scope, receive, send)
                 return
-
-        if not is_write:
-            await self.app(scope, receive, send)
-            return
 
         status: dict[str, int] = {}
 
@@ -101,9 +155,19 @@ class ApiKeyMiddleware:
 
         try:
             await self.app(scope, receive, send_status)
+        except PoolTimeout:
+            # Overload, not a fault: 503 with Retry-After rather than a 500 (when nothing has
+            # been sent yet; otherwise the server can only drop the connection).
+            if "code" in status:
+                raise
+            await _error(server_busy())(scope, receive, send)
+            return  # not audited: that would wait for a connection again
         except Exception:
-            await self._audit(db, scope, principal, 500)
+            if is_write:
+                await self._audit(db, scope, principal, 500)
             raise
+        if not is_write:
+            return
         # Writes that went through a unit of work were audited inside its transaction; this
         # records the rest (refusals, and writes that touch no database row).
         if not scope.get("state", {}).get("audit_recorded"):
@@ -126,3 +190,7 @@ class ApiKeyMiddleware:
                 )
         except Exception:  # an audit hiccup must not turn a 4xx into a 500
             log.exception("could not record audit entry")
+
+
+def _error(error: ApiError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers or None)

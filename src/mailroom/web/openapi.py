@@ -78,6 +78,26 @@ def _permissions_by_operation(app: FastAPI) -> dict[str, str]:
     return found
 
 
+# The API refuses a NUL character in any query parameter (web.middleware) before routing.
+NO_NUL = r"^[^\x00]*$"
+
+
+def _document_query_rules(operation: dict[str, Any]) -> None:
+    """Query parameters as sent: never null (an absent one takes its default), and never
+    carrying a NUL character."""
+    for parameter in operation.get("parameters", []):
+        if parameter.get("in") != "query":
+            continue
+        schema = parameter.get("schema", {})
+        branches = [b for b in schema.pop("anyOf", []) if b.get("type") != "null"]
+        if len(branches) == 1:
+            schema.update(branches[0])
+        elif branches:
+            schema["anyOf"] = branches
+        if schema.get("type") == "string" and "enum" not in schema and "pattern" not in schema:
+            schema["pattern"] = NO_NUL
+
+
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -103,6 +123,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 responses.setdefault("400", _error_response(400))
             if not path.startswith("/api/v1"):
                 continue
+            _document_query_rules(operation)
             responses.setdefault("401", _error_response(401))
             permission = permissions.get(operation.get("operationId", ""))
             if permission:
@@ -112,7 +133,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 description = operation.get("description", "")
                 if note not in description:
                     operation["description"] = f"{description}\n\n{note}".strip()
-            if method.upper() in {"POST", "PUT", "PATCH", "DELETE"}:
+            if method.upper() in {"POST", "PUT", "PATCH", "DELETE"} and not operation.get(
+                "x-read-only"
+            ):
                 responses.setdefault("429", _error_response(429))
             operation["responses"] = dict(sorted(responses.items()))
     app.openapi_schema = schema

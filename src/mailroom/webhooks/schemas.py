@@ -1,41 +1,72 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from mailroom.core.loose import LooseBool, LooseObject, LooseString, LooseStringList
+from mailroom.core.loose import Doc, body_config, choice, nullable, text
 from mailroom.core.pagination import Pagination
+from mailroom.events.catalog import CHAT_EVENTS, DIMENSIONS, EVENT_NAMES
+
+CHANNELS = ("server", "slack", "teams")
+URL = text(2000, pattern="^https://[^@/?#]+", format="uri")
+EVENT_TYPES = {
+    "type": "array",
+    "minItems": 1,
+    "items": choice(*EVENT_NAMES),
+    "description": "Event names to receive; Slack and Teams endpoints take only "
+    f"{', '.join(sorted(CHAT_EVENTS))}.",
+}
+FILTERS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        key: {"type": "array", "maxItems": 100, "items": {"type": "string"}} for key in DIMENSIONS
+    },
+    "description": "Optional scoping by ids of this workspace (up to 100 per dimension); "
+    "several dimensions combine with AND; omitted or {} means unscoped.",
+}
+# A chat channel named outright takes only the chat events.
+CHAT_ONLY = {
+    "if": {"required": ["channel"], "properties": {"channel": {"enum": ["slack", "teams"]}}},
+    "then": {"properties": {"event_types": {"items": choice(*sorted(CHAT_EVENTS))}}},
+}
 
 
 class WebhookCreate(BaseModel):
-    url: LooseString = Field(
-        None, description="https URL of a public receiver (or a Slack / Teams URL)."
+    model_config = body_config(
+        "url",
+        "event_types",
+        rules=[CHAT_ONLY],
+        example={"url": "https://hooks.example.com/mailroom", "event_types": ["contact.created"]},
     )
-    description: LooseString = Field(None, description="Optional, up to 500 characters.")
-    event_types: LooseStringList = Field(
-        None, description="Event names to receive (see the catalog)."
-    )
-    filters: LooseObject = Field(
+    url: Annotated[Any, Doc(URL)] = Field(
         None,
-        description="Optional scoping: list_ids, form_ids, tag_ids, campaign_ids, domain_ids "
-        "(up to 100 ids each); several dimensions combine with AND.",
+        description="https URL of a publicly reachable receiver, no credentials (or a Slack / "
+        "Teams URL). Private, loopback and link-local addresses are refused.",
     )
-    enabled: LooseBool = Field(None, description="Default true.")
-    channel: LooseString = Field(
+    description: Annotated[Any, Doc(nullable(text(500)))] = Field(
+        None, description="Up to 500 characters."
+    )
+    event_types: Annotated[Any, Doc(EVENT_TYPES)] = None
+    filters: Annotated[Any, Doc(nullable(FILTERS))] = None
+    enabled: Annotated[Any, Doc({"type": "boolean"})] = Field(None, description="Default true.")
+    channel: Annotated[Any, Doc(nullable(choice(*CHANNELS)))] = Field(
         None, description="server, slack or teams; detected from the URL when omitted."
     )
 
 
 class WebhookUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    url: LooseString = None
-    description: LooseString = None
-    event_types: LooseStringList = None
-    filters: LooseObject = None
-    enabled: LooseBool = None
-    channel: LooseString = None
+    model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}, CHAT_ONLY])
+    url: Annotated[Any, Doc(URL)] = None
+    description: Annotated[Any, Doc(nullable(text(500)))] = None
+    event_types: Annotated[Any, Doc(EVENT_TYPES)] = None
+    filters: Annotated[Any, Doc(nullable(FILTERS))] = None
+    enabled: Annotated[Any, Doc({"type": "boolean"})] = Field(
+        None, description="true re-enables a disabled endpoint (failure count reset)."
+    )
+    channel: Annotated[Any, Doc(nullable(choice(*CHANNELS)))] = None
 
 
 class Health(BaseModel):
@@ -91,7 +122,10 @@ class DeliveryPage(BaseModel):
 
 
 class TestRequest(BaseModel):
-    event: LooseString = Field(None, description="An event name from the catalog.")
+    model_config = body_config("event")
+    event: Annotated[Any, Doc(choice(*EVENT_NAMES))] = Field(
+        None, description="An event name from the catalog (a chat endpoint takes chat events)."
+    )
 
 
 class TestResult(BaseModel):

@@ -11,16 +11,27 @@ from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
+from mailroom.db import serialise
 from mailroom.events.catalog import CATALOG, CHAT_EVENTS
-from mailroom.models import MailingList, Tag, WebhookDelivery, WebhookEndpoint
+from mailroom.models import (
+    MailingList,
+    SendingDomain,
+    Tag,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from mailroom.webhooks import chat, client, fanout, signing
 
 MAX_FILTER_IDS = 100
 MAX_DESCRIPTION = 500
 CHANNELS = ("server", "slack", "teams")
-# Tables that own each filter dimension's ids (forms, campaigns and domains come later: until
-# then no id can belong to the workspace).
-_OWNERS: dict[str, Any] = {"list_ids": MailingList, "tag_ids": Tag}
+# Tables that own each filter dimension's ids (forms and campaigns come later: until then no
+# id can belong to the workspace).
+_OWNERS: dict[str, Any] = {
+    "list_ids": MailingList,
+    "tag_ids": Tag,
+    "domain_ids": SendingDomain,
+}
 
 
 def allowed_networks(ctx: Context) -> list[urlguard.Network]:
@@ -28,6 +39,9 @@ def allowed_networks(ctx: Context) -> list[urlguard.Network]:
 
 
 async def check_url(ctx: Context, url: Any) -> str:
+    """The URL, cleaned, once the guard passes it. Resolves its name: network I/O, so callers
+    run it before their unit of work opens a transaction (no connection held while DNS
+    answers, and on SQLite not the single write connection)."""
     if url is None or (isinstance(url, str) and not url.strip()):
         raise ApiError(400, "url is required")
     if not isinstance(url, str):
@@ -133,7 +147,7 @@ async def get_endpoint(ctx: Context, endpoint_id: str) -> WebhookEndpoint:
 
 
 async def create_endpoint(ctx: Context, body: dict[str, Any]) -> WebhookEndpoint:
-    url = await check_url(ctx, body.get("url"))
+    url = await check_url(ctx, body.get("url"))  # first: before any transaction opens
     channel = check_channel(body.get("channel"), url)
     event_types = check_event_types(body.get("event_types"), channel)
     filters = await check_filters(ctx, body.get("filters"))
@@ -142,6 +156,7 @@ async def create_endpoint(ctx: Context, body: dict[str, Any]) -> WebhookEndpoint
         raise ApiError(400, "enabled must be true or false")
     plan = ctx.principal.plan
     if plan.webhook_endpoints is not None:
+        await _serialise_creates(ctx)
         count = await ctx.session.scalar(
             select(func.count()).where(WebhookEndpoint.workspace_id == ctx.workspace_id)
         )
@@ -170,12 +185,30 @@ async def create_endpoint(ctx: Context, body: dict[str, Any]) -> WebhookEndpoint
     return endpoint
 
 
+async def _serialise_creates(ctx: Context) -> None:
+    """One endpoint create at a time per workspace until commit, so the count below and the
+    insert are one step: PostgreSQL takes an advisory lock (two READ COMMITTED transactions
+    would both count N and both insert); SQLite's write transaction is already exclusive."""
+    await serialise(ctx.session, f"webhook-endpoints:{ctx.workspace_id}")
+
+
 async def update_endpoint(ctx: Context, endpoint_id: str, body: dict[str, Any]) -> WebhookEndpoint:
+    # A new URL is resolved before the endpoint is read, so no transaction waits on DNS; its
+    # verdict is given after the 404 check, as if it had been made in order.
+    new_url: str | None = None
+    url_refusal: ApiError | None = None
+    if "url" in body:
+        try:
+            new_url = await check_url(ctx, body["url"])
+        except ApiError as exc:
+            url_refusal = exc
     endpoint = await get_endpoint(ctx, endpoint_id)
     if not body:
         raise ApiError(400, "No updatable fields provided")
-    if "url" in body:
-        endpoint.url = await check_url(ctx, body["url"])
+    if url_refusal is not None:
+        raise url_refusal
+    if new_url is not None:
+        endpoint.url = new_url
         if "channel" not in body:
             endpoint.channel = chat.detect_channel(endpoint.url)
     if "channel" in body:

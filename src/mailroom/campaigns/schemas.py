@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from mailroom.core.loose import Doc, body_config, name_field, nullable, text
+from mailroom.core.pagination import Pagination
+from mailroom.templates.schemas import MERGE_TAGS
+
+AUDIENCE_KEYS = (
+    "list_ids",
+    "segment_ids",
+    "tag_ids",
+    "exclude_list_ids",
+    "exclude_segment_ids",
+    "exclude_tag_ids",
+)
+MAX_AUDIENCE_IDS = 100
+EMAIL = text(254, min_length=3, format="email")
+AUDIENCE = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        key: {
+            "type": "array",
+            "maxItems": MAX_AUDIENCE_IDS,
+            "items": {"type": "string", "minLength": 1},
+        }
+        for key in AUDIENCE_KEYS
+    },
+    "description": "Who receives it: contacts on any of the lists, in any of the segments or "
+    "carrying any of the tags, minus those on the excluded ones; each contact once, only "
+    "`subscribed` ones (on the Free plan only confirmed list members). Ids of this workspace, "
+    "up to 100 per key.",
+}
+CONTENT = (
+    "Content of its own (`html_content` up to 500,000 characters, `text_content` up to 200,000; "
+    "413 past either), or `template_id`, whose subject, preheader, HTML and text are copied "
+    "where the request does not set them. " + MERGE_TAGS
+)
+
+Name = Annotated[Any, Doc(name_field(100))]
+Subject = Annotated[Any, Doc(nullable(text(200)))]
+FromName = Annotated[Any, Doc(nullable(text(100)))]
+Address = Annotated[Any, Doc(nullable(EMAIL))]
+Html = Annotated[Any, Doc(nullable(text(500_000)))]
+Text = Annotated[Any, Doc(nullable(text(200_000)))]
+Flag = Annotated[Any, Doc({"type": "boolean"})]
+
+
+class CampaignCreate(BaseModel):
+    model_config = body_config(
+        "name",
+        example={
+            "name": "November news",
+            "subject": "What's new, {{ first_name | default('friend') }}",
+            "from_email": "news@example.com",
+            "template_id": "0195f3b2-0000-7000-8000-000000000001",
+            "audience": {"list_ids": ["0195f3b2-0000-7000-8000-000000000002"]},
+        },
+    )
+    name: Name = Field(None, description="Up to 100 characters, unique ignoring case.")
+    subject: Subject = None
+    preheader: Subject = None
+    from_name: FromName = None
+    from_email: Address = Field(
+        None,
+        description="Any address when the campaign is made; its domain must be a verified "
+        "sending domain when it is sent or scheduled with real SMTP configured.",
+    )
+    reply_to: Address = None
+    html_content: Html = None
+    text_content: Text = None
+    template_id: Annotated[Any, Doc(nullable(text(min_length=1)))] = Field(
+        None, description="A template of this workspace whose content is copied."
+    )
+    audience: Annotated[Any, Doc(nullable(AUDIENCE))] = None
+    track_opens: Flag = Field(None, description="Default true.")
+    track_clicks: Flag = Field(None, description="Default true.")
+
+
+class CampaignUpdate(BaseModel):
+    model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}])
+    name: Name = None
+    subject: Subject = None
+    preheader: Subject = None
+    from_name: FromName = None
+    from_email: Address = None
+    reply_to: Address = None
+    html_content: Html = None
+    text_content: Text = None
+    audience: Annotated[Any, Doc(nullable(AUDIENCE))] = None
+    track_opens: Flag = None
+    track_clicks: Flag = None
+
+
+class Audience(BaseModel):
+    list_ids: list[str]
+    segment_ids: list[str]
+    tag_ids: list[str]
+    exclude_list_ids: list[str]
+    exclude_segment_ids: list[str]
+    exclude_tag_ids: list[str]
+
+
+class Stats(BaseModel):
+    recipients: int
+    sent: int
+    failed: int
+    skipped: int
+    delivered: int
+    opened: int
+    clicked: int
+    bounced: int
+    complained: int
+    unsubscribed: int
+
+
+class CampaignOut(BaseModel):
+    id: str
+    name: str
+    subject: str
+    preheader: str
+    from_name: str
+    from_email: str
+    reply_to: str
+    html_content: str
+    text_content: str
+    template_id: str | None
+    audience: Audience
+    track_opens: bool
+    track_clicks: bool
+    status: str = Field(description="draft, scheduled, sending, sent or cancelled.")
+    scheduled_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    stats: Stats
+    error: str | None = Field(
+        description="Why a scheduled campaign could not start when its time came (it is a "
+        "draft again); null otherwise."
+    )
+    created_at: datetime
+    updated_at: datetime
+
+
+class CampaignEnvelope(BaseModel):
+    campaign: CampaignOut
+
+
+class CampaignList(BaseModel):
+    campaigns: list[CampaignOut]
+    pagination: Pagination
+
+
+class Deleted(BaseModel):
+    success: bool
+    id: str
+
+
+class ScheduleBody(BaseModel):
+    model_config = body_config("send_at")
+    send_at: Annotated[Any, Doc({"type": "string", "format": "date-time"})] = Field(
+        None, description="When to start: ISO 8601 with a time zone, in the future, within a year."
+    )
+
+
+class TestBody(BaseModel):
+    model_config = body_config("emails")
+    emails: Annotated[Any, Doc({"type": "array", "minItems": 1, "maxItems": 5, "items": EMAIL})] = (
+        Field(None, description="1-5 addresses; the subject is prefixed `[Test]`.")
+    )
+
+
+class TestSent(BaseModel):
+    sent: int
+
+
+class Recipient(BaseModel):
+    contact_id: str | None
+    email: str
+    status: str = Field(description="queued, sent, failed, skipped, bounced or complained.")
+    sent_at: datetime | None
+    message_id: str | None
+    error: str | None
+
+
+class RecipientPage(BaseModel):
+    recipients: list[Recipient]
+    pagination: Pagination

@@ -1,0 +1,121 @@
+"""Signed tokens for links and addresses in emails (unsubscribe, preferences, web view, open,
+click, VERP return path): they name what they act on, cannot be guessed or altered, and keep
+working for years (no expiry: an unsubscribe link in a two-year-old email must still work).
+
+Each purpose signs with its own key derived from the installation secret, so a token made for
+one purpose is refused by another. UUIDs are packed as 16 bytes, so a token naming a workspace,
+a contact and a message stays under 90 characters.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import uuid
+
+MAC_BYTES = 16  # 128-bit tag: forging one is out of reach; truncated to keep URLs short
+SHORT_MAC_BYTES = 10  # for email local parts (VERP), which must stay under 64 characters
+_UUID = 0x01
+_TEXT = 0x02
+
+
+def derive_key(secret: str, purpose: str) -> bytes:
+    """A key for one purpose, derived from the installation secret (HMAC-SHA256 as a KDF)."""
+    return hmac.digest(secret.encode(), f"mailroom:{purpose}".encode(), hashlib.sha256)
+
+
+def _pack(parts: tuple[str, ...]) -> bytes:
+    out = bytearray()
+    for part in parts:
+        try:
+            value = uuid.UUID(part)
+        except ValueError:
+            value = None
+        if value is not None and str(value) == part:
+            out += bytes([_UUID]) + value.bytes
+        else:
+            raw = part.encode()
+            if len(raw) > 255:
+                raise ValueError("token parts are at most 255 bytes")
+            out += bytes([_TEXT, len(raw)]) + raw
+    return bytes(out)
+
+
+def _unpack(data: bytes) -> list[str] | None:
+    parts: list[str] = []
+    i = 0
+    while i < len(data):
+        kind = data[i]
+        if kind == _UUID and i + 17 <= len(data):
+            parts.append(str(uuid.UUID(bytes=data[i + 1 : i + 17])))
+            i += 17
+        elif kind == _TEXT and i + 2 <= len(data) and i + 2 + data[i + 1] <= len(data):
+            size = data[i + 1]
+            try:
+                parts.append(data[i + 2 : i + 2 + size].decode())
+            except UnicodeDecodeError:
+                return None
+            i += 2 + size
+        else:
+            return None
+    return parts
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes | None:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError):
+        return None
+
+
+def sign(secret: str, purpose: str, *parts: str) -> str:
+    """A URL-safe token carrying `parts`, signed for `purpose`."""
+    payload = _pack(parts)
+    mac = hmac.digest(derive_key(secret, purpose), payload, hashlib.sha256)[:MAC_BYTES]
+    return _b64(payload + mac)
+
+
+def read(secret: str, purpose: str, token: str) -> list[str] | None:
+    """The parts of a token signed for `purpose`, or None for anything else (malformed,
+    altered, or made for another purpose)."""
+    if not token or len(token) > 1024:
+        return None
+    raw = _unb64(token)
+    if raw is None or len(raw) <= MAC_BYTES:
+        return None
+    payload, mac = raw[:-MAC_BYTES], raw[-MAC_BYTES:]
+    expected = hmac.digest(derive_key(secret, purpose), payload, hashlib.sha256)[:MAC_BYTES]
+    if not hmac.compare_digest(mac, expected):
+        return None
+    return _unpack(payload)
+
+
+def sign_short(secret: str, purpose: str, row_id: str) -> str:
+    """A lowercase base32 token naming one UUID, short enough for an address's local part
+    (`bounces+<token>@...`; mail systems may fold case, so no mixed case)."""
+    payload = uuid.UUID(row_id).bytes
+    mac = hmac.digest(derive_key(secret, purpose), payload, hashlib.sha256)[:SHORT_MAC_BYTES]
+    return base64.b32encode(payload + mac).decode().rstrip("=").lower()
+
+
+def read_short(secret: str, purpose: str, token: str) -> str | None:
+    """The UUID a `sign_short` token names, or None."""
+    text = token.strip().upper()
+    if not text or len(text) > 64:
+        return None
+    try:
+        raw = base64.b32decode(text + "=" * (-len(text) % 8))
+    except (ValueError, TypeError):
+        return None
+    if len(raw) != 16 + SHORT_MAC_BYTES:
+        return None
+    payload, mac = raw[:16], raw[16:]
+    expected = hmac.digest(derive_key(secret, purpose), payload, hashlib.sha256)
+    if not hmac.compare_digest(mac, expected[:SHORT_MAC_BYTES]):
+        return None
+    return str(uuid.UUID(bytes=payload))

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+
+from mailroom.core.context import Context
+from mailroom.core.pagination import Pagination
+from mailroom.domains import service
+from mailroom.domains.schemas import DomainCreate, DomainDeleted, DomainEnvelope, DomainPage
+from mailroom.web.deps import Paging, set_audit_target, use
+from mailroom.web.openapi import errors
+
+router = APIRouter(prefix="/api/v1/domains", tags=["Sending domains"])
+
+RECORDS_NOTE = (
+    " `records` lists what to publish: the DKIM TXT record (required for `verified`) and, as "
+    "advised, SPF, DMARC and a return-path CNAME, each with its last verdict."
+)
+
+
+@router.get(
+    "",
+    response_model=DomainPage,
+    summary="List sending domains",
+    description="The workspace's sending domains, newest first." + RECORDS_NOTE,
+    responses=errors(400),
+)
+async def list_domains(
+    ctx: Annotated[Context, use("campaigns:read")], paging: Paging
+) -> dict[str, Any]:
+    domains, total = await service.list_domains(ctx, paging)
+    return {
+        "domains": [service.as_dict(ctx, d) for d in domains],
+        "pagination": Pagination.of(paging, total),
+    }
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=DomainEnvelope,
+    summary="Add a sending domain",
+    description="Adds the domain as `pending` with a new RSA-2048 DKIM key (the private key is "
+    "kept encrypted and never shown). Publish its records, then call verify." + RECORDS_NOTE,
+    responses=errors(400, 409, e409="This domain is already added to the workspace"),
+)
+async def create_domain(
+    body: DomainCreate, request: Request, ctx: Annotated[Context, use("campaigns:write")]
+) -> dict[str, Any]:
+    domain = await service.create_domain(ctx, body.domain)
+    set_audit_target(request, domain.id)
+    return {"domain": service.as_dict(ctx, domain)}
+
+
+@router.get(
+    "/{id}",
+    response_model=DomainEnvelope,
+    summary="Get a sending domain",
+    description=RECORDS_NOTE.strip(),
+    responses=errors(404, e404="Domain not found"),
+)
+async def get_domain(id: str, ctx: Annotated[Context, use("campaigns:read")]) -> dict[str, Any]:
+    return {"domain": service.as_dict(ctx, await service.get_domain(ctx, id))}
+
+
+@router.delete(
+    "/{id}",
+    response_model=DomainDeleted,
+    summary="Delete a sending domain",
+    description="Removes the domain and its DKIM key. Refused while a scheduled or sending "
+    "campaign sends from it.",
+    responses=errors(
+        404,
+        409,
+        e404="Domain not found",
+        e409="This domain is used by a scheduled or sending campaign",
+    ),
+)
+async def delete_domain(id: str, ctx: Annotated[Context, use("campaigns:write")]) -> dict[str, Any]:
+    await service.delete_domain(ctx, id)
+    return {"success": True, "id": id}
+
+
+@router.post(
+    "/{id}/verify",
+    response_model=DomainEnvelope,
+    summary="Verify a sending domain's DNS records",
+    description="Looks every record up now and answers 200 whether it passed or not: read "
+    "`status` and each record's `status` and `reason`. The domain is `verified` when its DKIM "
+    "record carries exactly its public key, else `failed` (unknown names, timeouts and server "
+    "failures included, with the reason). Becoming verified fires `domain.verified`; becoming "
+    "failed fires `domain.failed` naming the failed records. Verified domains are re-checked "
+    "daily: one whose DKIM record is gone or changed becomes failed (`domain.failed`, lapsed)."
+    + RECORDS_NOTE,
+    responses=errors(404, e404="Domain not found"),
+)
+async def verify_domain(id: str, ctx: Annotated[Context, use("campaigns:write")]) -> dict[str, Any]:
+    return {"domain": service.as_dict(ctx, await service.verify_domain(ctx, id))}

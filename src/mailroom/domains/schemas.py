@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mailroom.core.loose import Doc, body_config, text
+from mailroom.core.pagination import Pagination
+
+# A registrable hostname, exactly as the service accepts it (domains.service.clean_domain):
+# dot-separated labels of letters, digits and hyphens (1-63, no hyphen at either end), at least
+# two labels, the last one (the top-level domain) at least two characters and starting with a
+# letter (so never an IP address), nothing under `.localhost`, an optional final dot.
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_TLD = "[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]"
+_LOCALHOST = "[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]"
+DOMAIN_PATTERN = rf"^(?!(?:.*\.)?{_LOCALHOST}\.?$)(?:{_LABEL}\.)+{_TLD}\.?$"
+MAX_DOMAIN = 253
+
+
+class DomainCreate(BaseModel):
+    model_config = body_config("domain", example={"domain": "mail.example.com"})
+    domain: Annotated[Any, Doc(text(MAX_DOMAIN, pattern=DOMAIN_PATTERN))] = Field(
+        None,
+        description="The hostname mail is sent from (the From address's domain), e.g. "
+        "`example.com` or `mail.example.com`; not an IP address or localhost. Case and a "
+        "final dot are ignored; a Unicode name is stored in its IDNA (xn--) form.",
+    )
+
+
+class DnsRecordOut(BaseModel):
+    type: Literal["TXT", "CNAME"]
+    host: str = Field(description="The full name to publish the record at.")
+    value: str = Field(description="The record's value, as one string.")
+    purpose: Literal["dkim", "spf", "dmarc", "return_path"] = Field(
+        description="`dkim` is required for the domain to be verified; the others are advised."
+    )
+    status: Literal["pending", "verified", "failed"] = Field(
+        description="`pending` until the first check, then that check's verdict."
+    )
+    reason: str | None = Field(description="Why the last check failed; null otherwise.")
+
+
+class DomainOut(BaseModel):
+    id: str
+    domain: str
+    status: Literal["pending", "verified", "failed"]
+    dkim_selector: str
+    records: list[DnsRecordOut]
+    failure_reason: str | None = Field(
+        description="While `failed`: the records that failed and why."
+    )
+    verified_at: datetime | None = Field(description="When it became verified (null unless).")
+    last_checked_at: datetime | None
+    created_at: datetime
+
+
+class DomainEnvelope(BaseModel):
+    domain: DomainOut
+
+
+class DomainPage(BaseModel):
+    domains: list[DomainOut]
+    pagination: Pagination
+
+
+class DomainDeleted(BaseModel):
+    success: bool
+    id: str

@@ -1,0 +1,30 @@
+"""Worker processes that are alive (or were, until their heartbeat stopped)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mailroom.core.clock import utcnow
+from mailroom.core.dbtypes import UTCDateTime
+from mailroom.db import Base
+
+
+class WorkerProcess(Base):
+    """One running worker host (`mailroom worker`, or the loops inside `mailroom serve`).
+
+    Not tenant data: no workspace. The host refreshes `heartbeat_at` every few seconds and
+    deletes its row when it stops cleanly; a row whose heartbeat is stale belongs to a dead
+    process, and `db.claim_due` hands that process's claimed rows to others at once instead of
+    waiting for their lease.
+    """
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the rows' `locked_by`
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

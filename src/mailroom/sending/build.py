@@ -1,0 +1,137 @@
+"""Turning claimed send-log rows into signed message bytes: render (template compiled once per
+campaign), build the MIME, DKIM-sign. Pure CPU work with no database and no event loop, so the
+engine runs it in a process pool (both cores; RSA signing holds the GIL, threads would not
+help), or in a thread when `MAILROOM_SEND_PROCESSES=0`.
+
+Everything a job needs travels with it and is picklable; each process keeps compiled
+templates (`templates.render.compile_cached`) and opened keys (`domains.dkim.cached_signer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mailroom.domains import dkim
+from mailroom.domains.keys import KeyUnavailable
+from mailroom.sending import mime
+from mailroom.templates.render import RenderError, compile_cached, merge_context
+
+
+@dataclass(frozen=True)
+class Content:
+    key: tuple[str, ...]  # what compiled forms are cached by, e.g. (campaign id, updated_at)
+    subject: str
+    preheader: str
+    html: str
+    text: str
+
+
+@dataclass(frozen=True)
+class SignerSpec:
+    domain_id: str
+    domain: str
+    selector: str
+    sealed_key: str
+
+
+@dataclass(frozen=True)
+class Sender:
+    from_email: str
+    from_name: str
+    reply_to: str
+    signer: SignerSpec | None  # None: unsigned (no verified domain: file outbox only)
+
+
+@dataclass(frozen=True)
+class Recipient:
+    row_id: str
+    email: str
+    first_name: str
+    last_name: str
+    custom_fields: Mapping[str, Any]
+    message_id: str
+    unsubscribe_url: str
+    list_unsubscribe: tuple[str, ...]
+    variables: Mapping[str, Any] | None = None
+    webview_url: str = ""
+    preferences_url: str = ""
+
+
+@dataclass(frozen=True)
+class Job:
+    content: Content
+    sender: Sender
+    workspace_name: str
+    secret: str
+    date: datetime
+    recipients: list[Recipient] = field(default_factory=list)
+    subject_prefix: str = ""  # `[Test] ` for test sends
+
+
+@dataclass(frozen=True)
+class Built:
+    row_id: str
+    data: bytes | None  # None: failed, see `error`
+    error: str | None = None
+
+
+def build(job: Job) -> list[Built]:
+    """Every recipient's message of one job; one recipient's failure (its render, or a key
+    that does not open) never stops the others."""
+    content = job.content
+    try:
+        compiled = compile_cached(
+            content.key, content.subject, content.preheader, content.html, content.text
+        )
+    except RenderError as error:
+        return [Built(r.row_id, None, str(error)) for r in job.recipients]
+    signer = None
+    if job.sender.signer is not None:
+        spec = job.sender.signer
+        try:
+            signer = dkim.cached_signer(
+                domain_id=spec.domain_id,
+                domain=spec.domain,
+                selector=spec.selector,
+                sealed_key=spec.sealed_key,
+                secret=job.secret,
+            )
+        except KeyUnavailable as problem:
+            return [Built(r.row_id, None, f"DKIM key: {problem}") for r in job.recipients]
+    built: list[Built] = []
+    for recipient in job.recipients:
+        try:
+            rendered = compiled.render(
+                merge_context(
+                    recipient,
+                    workspace_name=job.workspace_name,
+                    unsubscribe_url=recipient.unsubscribe_url,
+                    preferences_url=recipient.preferences_url,
+                    webview_url=recipient.webview_url,
+                    variables=recipient.variables,
+                )
+            )
+        except RenderError as error:
+            built.append(Built(recipient.row_id, None, str(error)))
+            continue
+        raw = mime.build(
+            mime.Message(
+                from_email=job.sender.from_email,
+                from_name=job.sender.from_name,
+                to=recipient.email,
+                subject=job.subject_prefix + rendered.subject,
+                html=rendered.html,
+                text=rendered.text,
+                message_id=recipient.message_id,
+                date=job.date,
+                reply_to=job.sender.reply_to or None,
+                list_unsubscribe=recipient.list_unsubscribe,
+            )
+        )
+        if signer is not None:
+            raw = signer.signature(raw) + raw
+        built.append(Built(recipient.row_id, raw))
+    return built

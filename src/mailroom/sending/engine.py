@@ -1,0 +1,411 @@
+"""The sending engine: the worker loop that turns due send-log rows into messages on the wire.
+
+Each batch goes claim -> prepare -> build -> send -> record, and a few batches are in flight at
+once so the database, the CPU and SMTP overlap:
+
+- **claim** (short transaction): due rows, most urgent first (transactional before campaigns),
+  none of a paused workspace; campaign rows past the account's hourly ceiling are handed back
+  for the next hour.
+- **prepare** (short read, then released): the contacts as they are now (a contact who
+  unsubscribed, was suppressed, archived or deleted since the snapshot is `skipped`), the
+  content, the sender and its domain's DKIM key.
+- **build** (no database, no event loop): render, MIME, DKIM-sign in a process pool
+  (`MAILROOM_SEND_PROCESSES`, default one per core; 0 renders in a thread).
+- **send**: over the SMTP pool (`MAILROOM_SMTP_CONNECTIONS`) or into the outbox.
+- **record** (one transaction): outcomes, meter, events, campaign completion.
+
+Crash safety: a row is `sent` only after the relay's 250, written right after. A worker killed
+mid-batch leaves its rows leased; they come back within seconds (heartbeats) and are sent
+again: at most the messages in flight are duplicated, none is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from hashlib import sha256
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, update
+
+from mailroom.core.clock import utcnow
+from mailroom.core.emails import email_domain
+from mailroom.core.plans import get_plan
+from mailroom.db import Database, claim_due
+from mailroom.models import (
+    Account,
+    Campaign,
+    Contact,
+    SendingDomain,
+    SendingSettings,
+    SendLog,
+    Suppression,
+    Workspace,
+)
+from mailroom.sending import addresses, limits, outcomes
+from mailroom.sending.build import Built, Content, Job, Sender, build
+from mailroom.sending.messages import outbox_dir, recipient_for, signer_spec
+from mailroom.sending.outcomes import Claimed, Outcome
+from mailroom.sending.transport import Delivery, Transport, transport_for
+from mailroom.settings import Settings
+
+if TYPE_CHECKING:
+    from mailroom.worker import WorkerContext
+
+log = logging.getLogger("mailroom.sending")
+
+LANES = 3  # batches in flight at once
+LEASE_SECONDS = 300
+JOB_SIZE = 50  # recipients per build job (one process task)
+
+
+@dataclass
+class Prepared:
+    jobs: list[Job] = field(default_factory=list)
+    # row id -> (row, envelope sender, recipient address) for the rows that will be built
+    targets: dict[str, tuple[Claimed, str, str]] = field(default_factory=dict)
+    done: list[Outcome] = field(default_factory=list)  # skipped or failed before building
+
+
+def _executor(settings: Settings) -> Executor | None:
+    processes = settings.send_processes
+    if processes is None:
+        processes = os.cpu_count() or 1
+    if processes <= 0:
+        return None
+    # Spawned, not forked: the parent runs an event loop and database threads.
+    return ProcessPoolExecutor(
+        max_workers=processes, mp_context=multiprocessing.get_context("spawn")
+    )
+
+
+class SendEngine:
+    """One per worker process; `tick` is its loop (see worker.py)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.batch_size = settings.send_batch
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.in_flight: dict[str, int] = defaultdict(int)  # account -> claimed, not recorded
+        self._transport: Transport | None = None
+        self._executor: Executor | None = None
+        self._executor_made = False
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = transport_for(
+                self.settings.smtp_url, outbox_dir(self.settings), self.settings.smtp_connections
+            )
+        return self._transport
+
+    @property
+    def executor(self) -> Executor | None:
+        if not self._executor_made:
+            self._executor = _executor(self.settings)
+            self._executor_made = True
+        return self._executor
+
+    async def tick(self, ctx: WorkerContext) -> int:
+        if len(self.tasks) >= LANES:
+            await asyncio.wait(self.tasks, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
+            return 1
+        rows = await self.claim(ctx.db, ctx.worker_id)
+        if not rows:
+            if self.tasks:
+                await asyncio.wait(self.tasks, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
+                return 1
+            return 0
+        for row in rows:
+            self.in_flight[row.account_id] += 1
+        task = asyncio.create_task(self._batch(ctx.db, rows))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return len(rows)
+
+    async def close(self, ctx: WorkerContext, grace_seconds: float = 30.0) -> None:
+        if self.tasks:
+            await asyncio.wait(self.tasks, timeout=grace_seconds)
+        if self._transport is not None:
+            await self._transport.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------ claim
+
+    async def claim(self, db: Database, worker_id: str) -> list[Claimed]:
+        now = utcnow()
+        paused = select(SendingSettings.workspace_id).where(SendingSettings.paused.is_(True))
+        async with db.transaction() as session:
+            rows = await claim_due(
+                session,
+                SendLog,
+                worker_id=worker_id,
+                limit=self.batch_size,
+                lease_seconds=LEASE_SECONDS,
+                where=[SendLog.workspace_id.not_in(paused)],
+                order_by=(SendLog.priority, SendLog.run_at),
+                now=now,
+            )
+            if not rows:
+                return []
+            accounts = await session.execute(
+                select(Workspace.id, Account.id, Account.plan)
+                .join(Account, Account.id == Workspace.account_id)
+                .where(Workspace.id.in_({r.workspace_id for r in rows}))
+            )
+            plans = {workspace: (account, plan) for workspace, account, plan in accounts.all()}
+            kept, later = await self._within_ceiling(session, rows, plans, now)
+            if later:
+                await session.execute(
+                    update(SendLog)
+                    .where(SendLog.id.in_(later))
+                    .values(run_at=limits.next_hour(now), locked_until=None, locked_by=None)
+                )
+        return kept
+
+    async def _within_ceiling(
+        self, session: Any, rows: Sequence[SendLog], plans: dict[str, Any], now: datetime
+    ) -> tuple[list[Claimed], list[str]]:
+        """Campaign rows an account may still send this hour; the rest wait for the next
+        hour. Transactional and test messages were admitted when they were queued."""
+        room: dict[str, int] = {}
+        kept: list[Claimed] = []
+        later: list[str] = []
+        for row in rows:
+            account_id, plan_name = plans[row.workspace_id]
+            if row.kind == "campaign":
+                if account_id not in room:
+                    room[account_id] = (
+                        await limits.hourly_room(session, account_id, get_plan(plan_name), now)
+                        - self.in_flight[account_id]
+                    )
+                if room[account_id] <= 0:
+                    later.append(row.id)
+                    continue
+                room[account_id] -= 1
+            kept.append(
+                Claimed(
+                    id=row.id,
+                    workspace_id=row.workspace_id,
+                    account_id=account_id,
+                    kind=row.kind,
+                    campaign_id=row.campaign_id,
+                    contact_id=row.contact_id,
+                    email=row.email,
+                    attempts=row.attempts,
+                    payload=row.payload,
+                    created_at=row.created_at,
+                )
+            )
+        return kept, later
+
+    # ------------------------------------------------------------ one batch
+
+    async def _batch(self, db: Database, rows: list[Claimed]) -> None:
+        try:
+            prepared = await self.prepare(db, rows)
+            built = await self.build(prepared.jobs)
+            done = list(prepared.done)
+            deliveries: list[Delivery] = []
+            for item in built:
+                row, sender, recipient = prepared.targets[item.row_id]
+                if item.data is None:
+                    done.append(Outcome(row, "failed", item.error or "could not be built"))
+                else:
+                    deliveries.append(Delivery(row.id, sender, recipient, item.data))
+            message_ids = {j.row_id: j.message_id for job in prepared.jobs for j in job.recipients}
+            for result in await self.transport.send(deliveries):
+                row, _sender, recipient = prepared.targets[result.key]
+                state = "sent" if result.sent else "bounced" if result.refused else "retry"
+                done.append(
+                    Outcome(
+                        row,
+                        state,
+                        f"{result.code} {result.text}".strip(),
+                        message_ids.get(row.id),
+                        recipient,
+                    )
+                )
+            async with db.transaction() as session:
+                await outcomes.record(session, self.settings, done)
+        except Exception:
+            # The rows keep their lease and come back: sent again, never lost.
+            log.exception("a sending batch of %d rows failed", len(rows))
+        finally:
+            for row in rows:
+                self.in_flight[row.account_id] -= 1
+
+    async def build(self, jobs: list[Job]) -> list[Built]:
+        if not jobs:
+            return []
+        loop = asyncio.get_running_loop()
+        executor = self.executor
+        if executor is None:
+            results = await asyncio.gather(*(asyncio.to_thread(build, job) for job in jobs))
+        else:
+            results = await asyncio.gather(
+                *(loop.run_in_executor(executor, build, job) for job in jobs)
+            )
+        return [item for result in results for item in result]
+
+    # ------------------------------------------------------------ prepare
+
+    async def prepare(self, db: Database, rows: list[Claimed]) -> Prepared:
+        settings = self.settings
+        prepared = Prepared()
+        async with db.session(write=False) as session:
+            facts = await _Facts.read(session, rows)
+        now = utcnow()
+        groups: dict[tuple[Any, ...], Job] = {}
+        for row in rows:
+            contact = facts.contacts.get(row.contact_id or "")
+            skip = facts.why_skip(row, contact)
+            if skip:
+                prepared.done.append(Outcome(row, "skipped", skip))
+                continue
+            source = facts.source(row)
+            if source is None:
+                prepared.done.append(Outcome(row, "failed", "its campaign no longer exists"))
+                continue
+            content, from_email, from_name, reply_to = source
+            domain = facts.domains.get((row.workspace_id, email_domain(from_email)))
+            if settings.smtp_url and domain is None:
+                prepared.done.append(
+                    Outcome(row, "retry", f"{email_domain(from_email)} is not a verified domain")
+                )
+                continue
+            assert contact is not None
+            recipient = recipient_for(
+                settings,
+                row_id=row.id,
+                workspace_id=row.workspace_id,
+                email=contact.email,
+                contact=contact,
+                from_email=from_email,
+                domain_verified=domain is not None,
+                variables=(row.payload or {}).get("variables"),
+            )
+            key = (content.key, from_email, from_name, reply_to, row.workspace_id)
+            job = groups.get(key)
+            if job is None or len(job.recipients) >= JOB_SIZE:
+                job = Job(
+                    content=content,
+                    sender=Sender(from_email, from_name, reply_to, signer_spec(domain)),
+                    workspace_name=facts.workspace_names.get(row.workspace_id, ""),
+                    secret=settings.resolved_secret_key,
+                    date=now,
+                )
+                groups[key] = job
+                prepared.jobs.append(job)
+            job.recipients.append(recipient)
+            envelope = addresses.return_path(settings, row.id, from_email, domain is not None)
+            prepared.targets[row.id] = (row, envelope, contact.email)
+        return prepared
+
+
+@dataclass
+class _Facts:
+    """What a batch needs to know, read in one short read transaction."""
+
+    contacts: dict[str, Contact]
+    suppressed: set[str]
+    campaigns: dict[str, Campaign]
+    domains: dict[tuple[str, str], SendingDomain]
+    workspace_names: dict[str, str]
+
+    @classmethod
+    async def read(cls, session: Any, rows: list[Claimed]) -> _Facts:
+        contact_ids = {r.contact_id for r in rows if r.contact_id}
+        contacts = {
+            c.id: c
+            for c in (
+                await session.scalars(select(Contact).where(Contact.id.in_(contact_ids)))
+            ).all()
+        }
+        hashes = {(c.workspace_id, c.email_hash) for c in contacts.values()}
+        suppressed: set[str] = set()
+        if hashes:
+            suppressed = {
+                f"{w}:{h}"
+                for w, h in (
+                    await session.execute(
+                        select(Suppression.workspace_id, Suppression.email_hash).where(
+                            Suppression.email_hash.in_({h for _, h in hashes})
+                        )
+                    )
+                ).all()
+            }
+        campaign_ids = {r.campaign_id for r in rows if r.campaign_id}
+        campaigns = {
+            c.id: c
+            for c in (
+                await session.scalars(select(Campaign).where(Campaign.id.in_(campaign_ids)))
+            ).all()
+        }
+        workspaces = {r.workspace_id for r in rows}
+        domains = {
+            (d.workspace_id, d.domain): d
+            for d in (
+                await session.scalars(
+                    select(SendingDomain).where(
+                        SendingDomain.workspace_id.in_(workspaces),
+                        SendingDomain.status == "verified",
+                    )
+                )
+            ).all()
+        }
+        names = dict(
+            (
+                await session.execute(
+                    select(Workspace.id, Workspace.name).where(Workspace.id.in_(workspaces))
+                )
+            ).all()
+        )
+        return cls(contacts, suppressed, campaigns, domains, names)
+
+    def why_skip(self, row: Claimed, contact: Contact | None) -> str | None:
+        """A message is only for a contact who is still there, subscribed and not suppressed;
+        a cancelled campaign's rows are not sent."""
+        if row.campaign_id:
+            campaign = self.campaigns.get(row.campaign_id)
+            if campaign is not None and campaign.status == "cancelled":
+                return "campaign cancelled"
+        if contact is None:
+            return "contact deleted"
+        if contact.status != "subscribed":
+            return f"contact is {contact.status}"
+        if f"{contact.workspace_id}:{contact.email_hash}" in self.suppressed:
+            return "address is suppressed"
+        return None
+
+    def source(self, row: Claimed) -> tuple[Content, str, str, str] | None:
+        """The row's content and sender: its campaign's, or its own (transactional)."""
+        if row.campaign_id:
+            campaign = self.campaigns.get(row.campaign_id)
+            if campaign is None:
+                return None
+            content = Content(
+                ("campaign", campaign.id, campaign.updated_at.isoformat()),
+                campaign.subject,
+                campaign.preheader,
+                campaign.html_content,
+                campaign.text_content,
+            )
+            return content, campaign.from_email, campaign.from_name, campaign.reply_to
+        payload = row.payload or {}
+        parts = [str(payload.get(k) or "") for k in ("subject", "preheader", "html", "text")]
+        digest = sha256("\0".join(parts).encode()).hexdigest()
+        return (
+            Content(("content", digest), *parts),
+            str(payload.get("from_email") or ""),
+            str(payload.get("from_name") or ""),
+            str(payload.get("reply_to") or ""),
+        )

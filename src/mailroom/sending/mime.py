@@ -1,0 +1,127 @@
+"""Building a message's bytes: headers plus a multipart/alternative text + HTML body, UTF-8
+(7bit when plain ASCII, else quoted-printable), CRLF line ends, ready to be DKIM-signed and
+handed to SMTP.
+
+Written by hand instead of with `email.message.EmailMessage` (~1 ms a message here, most of the
+per-message budget): a message is a few headers and two encoded parts, and every piece below is
+a C-speed byte operation.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from datetime import datetime
+from email.utils import format_datetime
+
+CRLF = b"\r\n"
+_ENCODED_WORD_BYTES = 45  # base64 of 45 bytes fills one 60-character encoded word
+
+
+@dataclass(frozen=True)
+class Message:
+    from_email: str
+    from_name: str
+    to: str
+    subject: str
+    html: str
+    text: str
+    message_id: str  # without angle brackets: `<row id>@<domain>`
+    date: datetime
+    reply_to: str | None = None
+    list_unsubscribe: tuple[str, ...] = ()  # URLs (https first, then mailto)
+    one_click: bool = True  # RFC 8058 List-Unsubscribe-Post
+    headers: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # any others
+
+
+def encode_header(value: str) -> str:
+    """A header value as RFC 5322 text: as it is when plain ASCII, else RFC 2047 encoded words
+    (base64, whole characters per word) folded onto continuation lines."""
+    value = " ".join(value.splitlines())  # a header never carries a line break
+    if value.isascii():
+        return value
+    words: list[bytes] = []
+    chunk = b""
+    for char in value:
+        encoded = char.encode()
+        if len(chunk) + len(encoded) > _ENCODED_WORD_BYTES:
+            words.append(chunk)
+            chunk = b""
+        chunk += encoded
+    if chunk:
+        words.append(chunk)
+    return "\r\n ".join(f"=?utf-8?b?{base64.b64encode(word).decode()}?=" for word in words)
+
+
+def address(name: str, email: str) -> str:
+    """`Name <email>`, the name quoted or encoded as needed."""
+    if not name:
+        return email
+    if name.isascii():
+        escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}" <{email}>'
+    return f"{encode_header(name)} <{email}>"
+
+
+MAX_LINE = 998  # octets per line, CRLF excluded (RFC 5322)
+
+
+def _body(text: str) -> tuple[str, bytes]:
+    """(Content-Transfer-Encoding, encoded body): `7bit` as it is when the text is ASCII with
+    lines short enough (most HTML: nothing to encode, ~100x faster than quoted-printable),
+    else quoted-printable."""
+    normal = text.replace("\r\n", "\n").replace("\r", "\n").encode()
+    if normal.isascii() and max(map(len, normal.split(b"\n"))) <= MAX_LINE:
+        return "7bit", normal.replace(b"\n", CRLF)
+    return "quoted-printable", binascii.b2a_qp(normal, istext=True).replace(b"\n", CRLF)
+
+
+def _part(content_type: str, text: str) -> bytes:
+    encoding, body = _body(text)
+    return (
+        f"Content-Type: {content_type}; charset=utf-8\r\n"
+        f"Content-Transfer-Encoding: {encoding}\r\n\r\n".encode()
+        + body
+    )
+
+
+def build(message: Message) -> bytes:
+    # The boundary comes from the Message-ID: unique per message, and never inside a QP body
+    # (QP lines cannot start with `--=_`).
+    boundary = f"=_{message.message_id.split('@', 1)[0]}"
+    headers = [
+        ("From", address(message.from_name, message.from_email)),
+        ("To", message.to),
+        ("Subject", encode_header(message.subject)),
+        ("Date", format_datetime(message.date)),
+        ("Message-ID", f"<{message.message_id}>"),
+        ("MIME-Version", "1.0"),
+    ]
+    if message.reply_to:
+        headers.append(("Reply-To", message.reply_to))
+    if message.list_unsubscribe:
+        headers.append(("List-Unsubscribe", ", ".join(f"<{u}>" for u in message.list_unsubscribe)))
+        if message.one_click:
+            headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
+    headers.extend(message.headers)
+    headers.append(("Content-Type", f'multipart/alternative; boundary="{boundary}"'))
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers).encode()
+    dashes = f"--{boundary}".encode()
+    return b"".join(
+        [
+            head,
+            CRLF,
+            dashes,
+            CRLF,
+            _part("text/plain", message.text),
+            CRLF,
+            dashes,
+            CRLF,
+            _part("text/html", message.html),
+            CRLF,
+            dashes,
+            b"--",
+            CRLF,
+        ]
+    )

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from mailroom.core.loose import Doc, body_config, nullable, text
+from mailroom.templates.schemas import MERGE_TAGS
+
+EMAIL = text(254, min_length=3, format="email")
+
+
+class SendingOut(BaseModel):
+    from_email: str
+    from_name: str
+    reply_to: str
+    paused: bool
+    reason: str | None = Field(description="workspace, operator, bounce_rate or complaint_rate.")
+    note: str | None = Field(description="The operator's words, when the operator paused.")
+    paused_at: datetime | None
+    paused_by: str | None = Field(description="workspace, operator or health.")
+    hourly_ceiling: int
+    sent_this_hour: int
+    monthly_allowance: int
+    sent_this_month: int = Field(
+        description="Messages counted this month (queued or sent; skipped and failed ones are "
+        "given back), pooled over the account's workspaces."
+    )
+
+
+class SendingEnvelope(BaseModel):
+    sending: SendingOut
+
+
+class IdentityUpdate(BaseModel):
+    model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}])
+    from_email: Annotated[Any, Doc(nullable({"anyOf": [EMAIL, {"const": ""}]}))] = None
+    from_name: Annotated[Any, Doc(nullable(text(100)))] = None
+    reply_to: Annotated[Any, Doc(nullable({"anyOf": [EMAIL, {"const": ""}]}))] = None
+
+
+class SendRequest(BaseModel):
+    model_config = body_config(
+        rules=[
+            {"anyOf": [{"required": ["to"]}, {"required": ["contact_id"]}]},
+            {
+                "anyOf": [
+                    {"required": ["template_id"]},
+                    {
+                        "required": ["subject"],
+                        "properties": {"subject": text(200, pattern=r"\S")},
+                        "anyOf": [
+                            {
+                                "required": ["html_content"],
+                                "properties": {"html_content": text(500_000, pattern=r"\S")},
+                            },
+                            {
+                                "required": ["text_content"],
+                                "properties": {"text_content": text(200_000, pattern=r"\S")},
+                            },
+                        ],
+                    },
+                ]
+            },
+        ],
+        example={
+            "to": "jane@example.com",
+            "subject": "Your order {{ vars.order_id }}",
+            "html_content": "<p>Thanks, {{ first_name | default('there') }}!</p>",
+            "variables": {"order_id": "A-1001"},
+        },
+    )
+    to: Annotated[Any, Doc(EMAIL)] = Field(None, description="The address of a contact.")
+    contact_id: Annotated[Any, Doc(text(min_length=1))] = Field(None, description="Or its id.")
+    template_id: Annotated[Any, Doc(text(min_length=1))] = Field(
+        None, description="A template of this workspace (parts sent here override it)."
+    )
+    subject: Annotated[Any, Doc(text(200))] = None
+    preheader: Annotated[Any, Doc(text(200))] = None
+    html_content: Annotated[Any, Doc(text(500_000))] = None
+    text_content: Annotated[Any, Doc(text(200_000))] = None
+    variables: Annotated[Any, Doc({"type": "object", "maxProperties": 100})] = Field(
+        None, description="Values for `{{ vars.<name> }}`."
+    )
+    from_email: Annotated[Any, Doc(EMAIL)] = Field(
+        None, description="Default: the workspace's sender identity."
+    )
+    from_name: Annotated[Any, Doc(text(100))] = None
+    reply_to: Annotated[Any, Doc(EMAIL)] = None
+
+
+class MessageOut(BaseModel):
+    id: str
+    status: str = Field(description="queued, sent, failed, skipped or bounced.")
+    to: str
+    contact_id: str | None
+    message_id: str | None
+    error: str | None
+    created_at: datetime
+    sent_at: datetime | None
+
+
+class MessageEnvelope(BaseModel):
+    message: MessageOut
+
+
+SEND_DESCRIPTION = (
+    "Queues one message to one subscribed contact (`to` or `contact_id`), ahead of campaign "
+    "traffic. Content: `template_id` and/or `subject` with `html_content` / `text_content`; "
+    f"`variables` fill `{{{{ vars.<name> }}}}`. {MERGE_TAGS} Refused with nothing queued: 404 "
+    "`Contact not found`; 422 when the contact is not subscribed or its address is "
+    "suppressed; 403 when sending is paused or the month's allowance is used; 429 with "
+    "`Retry-After` at the hourly ceiling; 422 `Sending is not configured: ...`."
+)

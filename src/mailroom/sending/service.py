@@ -1,0 +1,210 @@
+"""A workspace's sending: its sender identity (used when a send names none), the pause switch
+(by the workspace, the operator, or automatically on bad delivery results), and whether a
+sender address may be used at all (its domain verified, when real SMTP is configured)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from mailroom.contacts.fields import clean_email
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.core.emails import email_domain
+from mailroom.core.errors import ApiError
+from mailroom.events import service as events
+from mailroom.models import SendingDomain, SendingSettings, Workspace
+from mailroom.sending import limits
+
+PAUSED_BY = ("workspace", "operator", "health")
+REASONS = ("workspace", "operator", "bounce_rate", "complaint_rate")
+MAX_FROM_NAME = 100
+
+
+async def settings_of(ctx: Context, *, for_update: bool = False) -> SendingSettings:
+    """The workspace's row, made (unsaved until flushed) when it has none yet."""
+    query = select(SendingSettings).where(SendingSettings.workspace_id == ctx.workspace_id)
+    if for_update and ctx.dialect == "postgresql":
+        query = query.with_for_update()
+    found: SendingSettings | None = await ctx.session.scalar(query)
+    if found is None:
+        found = SendingSettings(workspace_id=ctx.workspace_id, paused=False, updated_at=utcnow())
+        if for_update:
+            ctx.session.add(found)
+    return found
+
+
+def paused_error(row: SendingSettings) -> ApiError:
+    """403 `Sending is paused for this account...`, saying by whom and what to do."""
+    if row.paused_by == "operator":
+        note = f": {row.pause_note}" if row.pause_note else ""
+        return ApiError(
+            403,
+            f"Sending is paused for this account by the operator{note}. "
+            "Only the operator can resume it.",
+        )
+    if row.paused_by == "health":
+        what = "complaint" if row.pause_reason == "complaint_rate" else "bounce"
+        return ApiError(
+            403,
+            f"Sending is paused for this account: the {what} rate of recent messages is too "
+            "high. Clean the audience, then resume with POST /api/v1/sending/resume.",
+        )
+    return ApiError(
+        403,
+        "Sending is paused for this account (paused from the workspace). "
+        "Resume with POST /api/v1/sending/resume.",
+    )
+
+
+async def ensure_not_paused(ctx: Context) -> None:
+    row = await settings_of(ctx)
+    if row.paused:
+        raise paused_error(row)
+
+
+async def describe(ctx: Context, row: SendingSettings | None = None) -> dict[str, Any]:
+    row = row or await settings_of(ctx)
+    now = utcnow()
+    plan = ctx.principal.plan
+    account = ctx.principal.account_id
+    return {
+        "from_email": row.from_email or "",
+        "from_name": row.from_name or "",
+        "reply_to": row.reply_to or "",
+        "paused": bool(row.paused),
+        "reason": row.pause_reason if row.paused else None,
+        "note": row.pause_note if row.paused else None,
+        "paused_at": row.paused_at if row.paused else None,
+        "paused_by": row.paused_by if row.paused else None,
+        "hourly_ceiling": plan.hourly_send_ceiling,
+        "sent_this_hour": await limits.sent_this_hour(ctx.session, account, now),
+        "monthly_allowance": plan.emails_per_month,
+        "sent_this_month": await limits.used_this_month(ctx.session, account, now),
+    }
+
+
+def clean_address(name: str, value: Any, *, required: bool = False) -> str:
+    """An optional (or required) address field, with the contact-email rules and messages
+    worded for the field (`from_email must be a valid email address`)."""
+    if value is None or value == "":
+        if required:
+            raise ApiError(400, f"{name} is required")
+        return ""
+    try:
+        return clean_email(value)
+    except ApiError as problem:
+        if problem.message == "Invalid email address":
+            raise ApiError(400, f"{name} must be a valid email address") from None
+        raise ApiError(400, problem.message.replace("email", name, 1)) from None
+
+
+def clean_from_name(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ApiError(400, "from_name must be a string")
+    value = " ".join(value.split())
+    if len(value) > MAX_FROM_NAME:
+        raise ApiError(400, f"from_name must be {MAX_FROM_NAME} characters or fewer")
+    return value
+
+
+async def update_identity(ctx: Context, body: dict[str, Any]) -> SendingSettings:
+    if not body:
+        raise ApiError(400, "No updatable fields provided")
+    row = await settings_of(ctx, for_update=True)
+    if "from_email" in body:
+        row.from_email = clean_address("from_email", body["from_email"])
+    if "from_name" in body:
+        row.from_name = clean_from_name(body["from_name"])
+    if "reply_to" in body:
+        row.reply_to = clean_address("reply_to", body["reply_to"])
+    row.updated_at = utcnow()
+    await ctx.session.flush()
+    return row
+
+
+async def _workspace_name(ctx: Context) -> str:
+    name = await ctx.session.scalar(select(Workspace.name).where(Workspace.id == ctx.workspace_id))
+    return str(name or "")
+
+
+async def pause(
+    ctx: Context, *, by: str = "workspace", reason: str = "workspace", note: str | None = None
+) -> SendingSettings:
+    """Stop claiming this workspace's messages (campaigns stay `sending`); `workspace.paused`.
+    Pausing again keeps the first pause (an operator's pause is never taken over)."""
+    row = await settings_of(ctx, for_update=True)
+    if row.paused:
+        return row
+    now = utcnow()
+    row.paused, row.paused_by, row.pause_reason = True, by, reason
+    row.pause_note, row.paused_at, row.updated_at = note, now, now
+    await ctx.session.flush()
+    await events.emit(ctx, "workspace.paused", await _event(ctx, row, now))
+    return row
+
+
+async def resume(ctx: Context, *, by: str = "workspace") -> SendingSettings:
+    row = await settings_of(ctx, for_update=True)
+    if not row.paused:
+        return row
+    if row.paused_by == "operator" and by != "operator":
+        raise paused_error(row)
+    now = utcnow()
+    row.paused, row.paused_by, row.pause_reason = False, None, None
+    row.pause_note, row.paused_at, row.updated_at = None, None, now
+    await ctx.session.flush()
+    await events.emit(ctx, "workspace.resumed", await _event(ctx, row, now, resumed_by=by))
+    return row
+
+
+async def _event(
+    ctx: Context, row: SendingSettings, now: datetime, resumed_by: str | None = None
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "workspace": {"id": ctx.workspace_id, "name": await _workspace_name(ctx)},
+        "at": events.iso(now),
+    }
+    if resumed_by:
+        data["resumed_by"] = resumed_by
+    else:
+        data.update(paused_by=row.paused_by, reason=row.pause_reason, note=row.pause_note)
+    return data
+
+
+async def verified_domain(ctx: Context, from_email: str) -> SendingDomain | None:
+    domain = email_domain(from_email)
+    found: SendingDomain | None = await ctx.session.scalar(
+        select(SendingDomain).where(
+            SendingDomain.workspace_id == ctx.workspace_id,
+            SendingDomain.domain == domain,
+            SendingDomain.status == "verified",
+        )
+    )
+    return found
+
+
+async def check_sender(ctx: Context, from_email: str) -> None:
+    """422 `Sending is not configured: ...` when real SMTP is configured and the sender's
+    domain is not a verified sending domain of the workspace. With the file outbox (no SMTP)
+    any sender goes, so a fresh install can send at once."""
+    if not from_email:
+        raise ApiError(
+            422,
+            "Sending is not configured: set a from_email on the campaign or the workspace's "
+            "sender identity (PATCH /api/v1/sending).",
+        )
+    if not ctx.settings.smtp_url:
+        return
+    if await verified_domain(ctx, from_email) is None:
+        domain = email_domain(from_email)
+        raise ApiError(
+            422,
+            f"Sending is not configured: {domain} is not a verified sending domain of this "
+            f"workspace. Add it with POST /api/v1/domains, publish its DNS records, then "
+            "POST /api/v1/domains/{id}/verify.",
+        )

@@ -1,0 +1,169 @@
+"""`POST /api/v1/send`: one message to one subscribed contact, queued ahead of every campaign
+batch (priority), sent by the same engine. Everything is checked before anything is queued."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from mailroom.contacts import service as contacts
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.core.emails import normalize_email
+from mailroom.core.errors import ApiError
+from mailroom.core.ids import new_id
+from mailroom.models import PRIORITY_TRANSACTIONAL, Contact, SendLog
+from mailroom.sending import limits
+from mailroom.sending import service as sending
+from mailroom.sending.service import clean_address, clean_from_name
+from mailroom.suppressions import service as suppressions
+from mailroom.templates import service as templates
+
+MAX_VARIABLES = 100
+
+
+async def _recipient(ctx: Context, body: dict[str, Any]) -> Contact:
+    to, contact_id = body.get("to"), body.get("contact_id")
+    if to in (None, "") and contact_id in (None, ""):
+        raise ApiError(400, "to or contact_id is required")
+    if contact_id not in (None, ""):
+        if not isinstance(contact_id, str):
+            raise ApiError(400, "contact_id must be a string")
+        return await contacts.get_contact(ctx, contact_id)
+    if not isinstance(to, str):
+        raise ApiError(400, "to must be a string")
+    found: Contact | None = await ctx.session.scalar(
+        select(Contact).where(
+            Contact.workspace_id == ctx.workspace_id, Contact.email == normalize_email(to)
+        )
+    )
+    if found is None:
+        raise ApiError(404, "Contact not found")
+    return found
+
+
+async def _content(ctx: Context, body: dict[str, Any]) -> dict[str, str]:
+    parts: dict[str, str] = {
+        name: templates.check_part(name, body[name])
+        for name in ("subject", "preheader", "html_content", "text_content")
+        if name in body
+    }
+    template_id = body.get("template_id")
+    if template_id not in (None, ""):
+        if not isinstance(template_id, str):
+            raise ApiError(400, "template_id must be a string")
+        template = await templates.get_template(ctx, template_id)
+        for name in ("subject", "preheader", "html_content", "text_content"):
+            if not parts.get(name):
+                parts[name] = getattr(template, name)
+    if not (parts.get("subject") or "").strip():
+        raise ApiError(400, "subject is required (or a template_id with one)")
+    if not ((parts.get("html_content") or "").strip() or (parts.get("text_content") or "").strip()):
+        raise ApiError(400, "html_content or text_content is required (or a template_id)")
+    await templates.check_syntax(parts)
+    return parts
+
+
+def _variables(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ApiError(400, "variables must be an object")
+    if len(value) > MAX_VARIABLES:
+        raise ApiError(400, f"variables may have at most {MAX_VARIABLES} keys")
+    return value
+
+
+async def queue(ctx: Context, body: dict[str, Any]) -> SendLog:
+    parts = await _content(ctx, body)
+    variables = _variables(body.get("variables"))
+    identity = await sending.settings_of(ctx)
+    from_email = clean_address("from_email", body.get("from_email")) or identity.from_email
+    from_name = (
+        clean_from_name(body["from_name"]) if "from_name" in body else identity.from_name or ""
+    )
+    reply_to = clean_address("reply_to", body.get("reply_to")) or identity.reply_to or ""
+    contact = await _recipient(ctx, body)
+    if contact.status != "subscribed":
+        raise ApiError(
+            422, f"The contact is {contact.status}: only a subscribed contact can be mailed"
+        )
+    suppression = await suppressions.find(ctx, contact.email_hash)
+    if suppression is not None:
+        raise ApiError(
+            422,
+            f"The address is on the suppression list ({suppression.reason}) and cannot be mailed",
+        )
+    if identity.paused:
+        raise sending.paused_error(identity)
+    await sending.check_sender(ctx, from_email)
+    now = utcnow()
+    plan = ctx.principal.plan
+    account = ctx.principal.account_id
+    if await limits.sent_this_hour(ctx.session, account, now) >= plan.hourly_send_ceiling:
+        wait = max(1, int((limits.next_hour(now) - now).total_seconds()))
+        raise ApiError(
+            429,
+            f"Hourly sending limit reached ({plan.hourly_send_ceiling:,} on the {plan.label} "
+            f"plan). Retry in {wait} seconds.",
+            headers={"Retry-After": str(wait)},
+        )
+    await limits.reserve(ctx.session, account, plan, 1, now)
+    row = SendLog(
+        id=new_id(),
+        workspace_id=ctx.workspace_id,
+        kind="transactional",
+        contact_id=contact.id,
+        email=contact.email,
+        priority=PRIORITY_TRANSACTIONAL,
+        attempts=0,
+        open_count=0,
+        click_count=0,
+        payload={
+            "subject": parts["subject"],
+            "preheader": parts.get("preheader") or "",
+            "html": parts.get("html_content") or "",
+            "text": parts.get("text_content") or "",
+            "from_email": from_email,
+            "from_name": from_name,
+            "reply_to": reply_to,
+            "variables": variables,
+            "template_id": body.get("template_id") or None,
+        },
+        status="pending",
+        run_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(row)
+    await ctx.session.flush()
+    return row
+
+
+async def get_message(ctx: Context, message_id: Any) -> SendLog:
+    found: SendLog | None = None
+    if isinstance(message_id, str) and message_id:
+        found = await ctx.session.scalar(
+            select(SendLog).where(
+                SendLog.id == message_id,
+                SendLog.workspace_id == ctx.workspace_id,
+                SendLog.kind == "transactional",
+            )
+        )
+    if found is None:
+        raise ApiError(404, "Message not found")
+    return found
+
+
+def as_dict(row: SendLog) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "status": "queued" if row.status == "pending" else row.status,
+        "to": row.email,
+        "contact_id": row.contact_id,
+        "message_id": f"<{row.message_id}>" if row.message_id else None,
+        "error": row.error if row.status != "pending" or row.attempts else None,
+        "created_at": row.created_at,
+        "sent_at": row.sent_at,
+    }

@@ -1,0 +1,208 @@
+"""Where built messages go: a pool of persistent SMTP connections, or the file outbox.
+
+`MAILROOM_SMTP_URL` picks: `smtp://user:pass@host:587` (STARTTLS when the server offers it;
+`?starttls=require` insists, `?starttls=never` never tries), `smtps://host:465` (TLS from the
+first byte), `?verify=false` for a relay with a self-signed certificate. Unset: every message
+is written to `<data dir>/outbox/*.eml` (inspectable; `make run` can send at once).
+
+A result is the relay's answer to that one message: 250 sent, 4xx try later, 5xx refused (a
+hard bounce when it names the recipient), 0 no answer (connection trouble, try later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import aiosmtplib
+
+log = logging.getLogger("mailroom.sending")
+
+NO_ANSWER = 0
+
+
+@dataclass(frozen=True)
+class Delivery:
+    key: str  # the send-log row id
+    sender: str  # envelope sender (VERP return path)
+    recipient: str
+    data: bytes  # the whole message, CRLF line ends, DKIM-signed
+
+
+@dataclass(frozen=True)
+class Result:
+    key: str
+    code: int
+    text: str
+
+    @property
+    def sent(self) -> bool:
+        return 200 <= self.code < 300
+
+    @property
+    def refused(self) -> bool:
+        """A permanent refusal (5xx): do not try this message again."""
+        return 500 <= self.code < 600
+
+
+class Transport(Protocol):
+    async def send(self, deliveries: Sequence[Delivery]) -> list[Result]: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SmtpTarget:
+    host: str
+    port: int
+    username: str | None
+    password: str | None
+    implicit_tls: bool
+    starttls: bool | None  # None: when offered
+    verify: bool
+
+
+def parse_smtp_url(url: str) -> SmtpTarget:
+    parts = urlsplit(url)
+    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+        raise ValueError("MAILROOM_SMTP_URL must look like smtp://user:pass@host:port")
+    options = {k: v[-1].lower() for k, v in parse_qs(parts.query).items()}
+    starttls = {"require": True, "never": False}.get(options.get("starttls", "auto"))
+    implicit = parts.scheme == "smtps"
+    return SmtpTarget(
+        host=parts.hostname,
+        port=parts.port or (465 if implicit else 25),
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+        implicit_tls=implicit,
+        starttls=False if implicit else starttls,
+        verify=options.get("verify", "true") not in ("false", "0", "no"),
+    )
+
+
+class SmtpPool:
+    """Up to `size` persistent connections, each sending one message at a time; a batch is
+    spread over them. A connection that fails is dropped and opened again for the next
+    message; the message it was sending gets no answer (tried again later, never lost)."""
+
+    def __init__(self, url: str, size: int = 8, timeout: float = 30.0) -> None:
+        self.target = parse_smtp_url(url)
+        self.size = max(1, size)
+        self.timeout = timeout
+        self._idle: asyncio.Queue[aiosmtplib.SMTP | None] = asyncio.Queue()
+        for _ in range(self.size):
+            self._idle.put_nowait(None)  # a slot; connected on first use
+
+    def _client(self) -> aiosmtplib.SMTP:
+        target = self.target
+        context = ssl.create_default_context()
+        if not target.verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return aiosmtplib.SMTP(
+            hostname=target.host,
+            port=target.port,
+            username=target.username,
+            password=target.password,
+            use_tls=target.implicit_tls,
+            start_tls=target.starttls,
+            tls_context=context,
+            timeout=self.timeout,
+        )
+
+    async def _send_one(self, delivery: Delivery) -> Result:
+        client = await self._idle.get()
+        try:
+            if client is None or not client.is_connected:
+                client = self._client()
+                await client.connect()
+            await client.sendmail(delivery.sender, [delivery.recipient], delivery.data)
+            return Result(delivery.key, 250, "OK")
+        except aiosmtplib.SMTPRecipientsRefused as refused:
+            answer = refused.recipients[0] if refused.recipients else None
+            code = answer.code if answer is not None else 550
+            return Result(delivery.key, code, answer.message if answer else str(refused))
+        except aiosmtplib.SMTPResponseException as problem:
+            await _reset(client)
+            return Result(delivery.key, problem.code, problem.message)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as trouble:
+            await _drop(client)
+            client = None
+            return Result(delivery.key, NO_ANSWER, f"{type(trouble).__name__}: {trouble}"[:500])
+        finally:
+            self._idle.put_nowait(client)
+
+    async def send(self, deliveries: Sequence[Delivery]) -> list[Result]:
+        return list(await asyncio.gather(*(self._send_one(d) for d in deliveries)))
+
+    async def close(self) -> None:
+        while not self._idle.empty():
+            await _quit(self._idle.get_nowait())
+        for _ in range(self.size):
+            self._idle.put_nowait(None)
+
+
+async def _reset(client: aiosmtplib.SMTP | None) -> None:
+    """After a refused message the session may be mid-transaction: start clean."""
+    if client is not None and client.is_connected:
+        try:
+            await client.rset()
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            await _drop(client)
+
+
+async def _drop(client: aiosmtplib.SMTP | None) -> None:
+    if client is not None:
+        try:
+            client.close()
+        except Exception:  # a broken connection may fail to close; it is gone either way
+            log.debug("closing a failed SMTP connection", exc_info=True)
+
+
+async def _quit(client: aiosmtplib.SMTP | None) -> None:
+    if client is not None and client.is_connected:
+        try:
+            await client.quit()
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            await _drop(client)
+
+
+class Outbox:
+    """Messages written as `<dir>/<key>.eml`, the envelope sender as `Return-Path` (as the
+    last mail server would add it). Written whole, then renamed into place."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _write(self, deliveries: Sequence[Delivery]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for delivery in deliveries:
+            final = self.directory / f"{delivery.key}.eml"
+            temporary = final.with_suffix(".tmp")
+            with open(temporary, "wb") as handle:
+                handle.write(f"Return-Path: <{delivery.sender}>\r\n".encode())
+                handle.write(delivery.data)
+            os.replace(temporary, final)
+
+    async def send(self, deliveries: Sequence[Delivery]) -> list[Result]:
+        try:
+            await asyncio.to_thread(self._write, deliveries)
+        except OSError as problem:
+            return [Result(d.key, NO_ANSWER, f"outbox: {problem}"[:500]) for d in deliveries]
+        return [Result(d.key, 250, "written to the outbox") for d in deliveries]
+
+    async def close(self) -> None:
+        return None
+
+
+def transport_for(smtp_url: str | None, outbox: Path, connections: int) -> Transport:
+    if smtp_url:
+        return SmtpPool(smtp_url, size=connections)
+    return Outbox(outbox)

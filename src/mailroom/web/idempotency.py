@@ -1,0 +1,190 @@
+"""`Idempotency-Key` on every POST under `/api/v1`: the same key within 24 hours answers the
+first response again (same status, identical body) without doing the work twice; the same key
+with a different request is 409. Keys are per workspace.
+
+Exactly once, by where the key is written: the request's own unit of work (web.deps) adds the
+key's row in the same transaction as the change, so the work and the key commit together or
+not at all. Two identical requests at once: the second's commit fails on the key and takes its
+work back with it (409, still being processed). The answer is stored just after; if the process
+dies in between, a retry learns the work was done (409, still being processed) rather than
+doing it again. Refusals (4xx) leave no key (nothing was done: a retry is judged afresh), nor
+do server errors. Only JSON answers are kept; a CSV download is a read and is simply run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mailroom.core.auth import Principal
+from mailroom.core.clock import utcnow
+from mailroom.db import Database
+from mailroom.models import IdempotencyKey
+
+log = logging.getLogger("mailroom.idempotency")
+
+HEADER = "idempotency-key"
+MAX_KEY = 255
+MAX_STORED_BODY = 1024 * 1024
+REUSED = "Idempotency-Key reused with a different request"
+IN_PROGRESS = (
+    "A request with this Idempotency-Key is still being processed or its answer was lost; "
+    "its work was done once"
+)
+BAD_KEY = "Idempotency-Key must be 1-255 printable ASCII characters"
+STATE = "idempotency"  # scope["state"] entry the unit of work reads
+RESERVED = "idempotency_reserved"  # set by the unit of work once the key committed
+
+
+def fingerprint(scope: Scope, body: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (scope["method"], scope["path"], scope.get("query_string", b"").decode()):
+        digest.update(part.encode() + b"\0")
+    digest.update(body)
+    return digest.hexdigest()
+
+
+def reservation(state: dict[str, Any], principal: Principal) -> IdempotencyKey | None:
+    """The row the unit of work adds beside the change, when the request carries a key."""
+    claim = state.get(STATE)
+    if claim is None:
+        return None
+    key, print_ = claim
+    return IdempotencyKey(
+        workspace_id=principal.workspace_id, key=key, fingerprint=print_, created_at=utcnow()
+    )
+
+
+def _valid(key: str) -> bool:
+    return 0 < len(key) <= MAX_KEY and key.isascii() and key.isprintable()
+
+
+class IdempotencyMiddleware:
+    def __init__(self, app: ASGIApp, prefix: str = "/api/v1") -> None:
+        self.app = app
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or not scope["path"].startswith(self.prefix)
+        ):
+            await self.app(scope, receive, send)
+            return
+        key = Headers(scope=scope).get(HEADER)
+        principal = scope.get("state", {}).get("principal")
+        if key is None or not isinstance(principal, Principal):
+            await self.app(scope, receive, send)
+            return
+        if not _valid(key):
+            await JSONResponse({"error": BAD_KEY}, 400)(scope, receive, send)
+            return
+        # The body is read once here (already capped by web.bodylimit and the upload limits)
+        # to fingerprint the request, then handed to the app as it came.
+        messages: list[Message] = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+        print_ = fingerprint(scope, body)
+        db: Database = scope["app"].state.db
+        stored = await self._find(db, principal.workspace_id, key)
+        if stored is not None:
+            await self._replay(stored, print_, scope, receive, send)
+            return
+
+        pending = list(messages)
+
+        async def replay_receive() -> Message:
+            return pending.pop(0) if pending else await receive()
+
+        scope.setdefault("state", {})[STATE] = (key, print_)
+        status = 0
+        content_type = ""
+        chunks: list[bytes] = []
+        size = 0
+
+        async def capture(message: Message) -> None:
+            nonlocal status, content_type, size
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                content_type = Headers(raw=message.get("headers", [])).get("content-type", "")
+            elif message["type"] == "http.response.body" and size <= MAX_STORED_BODY:
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                chunks.append(chunk)
+            await send(message)
+
+        await self.app(scope, replay_receive, capture)
+        if not scope["state"].get(RESERVED):
+            return  # refused or failed: nothing was done, nothing to keep
+        keep = content_type.startswith("application/json") and size <= MAX_STORED_BODY
+        await self._record(db, principal.workspace_id, key, status, content_type, chunks, keep)
+
+    async def _find(self, db: Database, workspace_id: str, key: str) -> IdempotencyKey | None:
+        async with db.session(write=False) as session:
+            found: IdempotencyKey | None = await session.scalar(
+                select(IdempotencyKey).where(
+                    IdempotencyKey.workspace_id == workspace_id, IdempotencyKey.key == key
+                )
+            )
+            return found
+
+    async def _replay(
+        self, stored: IdempotencyKey, print_: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        if stored.fingerprint != print_:
+            await JSONResponse({"error": REUSED}, 409)(scope, receive, send)
+        elif stored.status_code is None or stored.body is None:
+            await JSONResponse({"error": IN_PROGRESS}, 409)(scope, receive, send)
+        else:
+            await Response(
+                stored.body,
+                status_code=stored.status_code,
+                media_type=stored.content_type,
+                headers={"Idempotent-Replayed": "true"},
+            )(scope, receive, send)
+
+    async def _record(
+        self,
+        db: Database,
+        workspace_id: str,
+        key: str,
+        status: int,
+        content_type: str,
+        chunks: list[bytes],
+        keep: bool,
+    ) -> None:
+        where = (IdempotencyKey.workspace_id == workspace_id, IdempotencyKey.key == key)
+        try:
+            async with db.transaction() as session:
+                if keep:
+                    await session.execute(
+                        update(IdempotencyKey)
+                        .where(*where)
+                        .values(
+                            status_code=status, content_type=content_type, body=b"".join(chunks)
+                        )
+                    )
+                else:
+                    await session.execute(delete(IdempotencyKey).where(*where))
+        except Exception:  # the answer was sent; a retry will be told the work was done
+            log.exception("could not store the answer of idempotency key %s", key)
+
+
+async def prune(session: Any, *, hours: int = 24) -> int:
+    """Keys older than a day are forgotten."""
+    from datetime import timedelta
+
+    cutoff = utcnow() - timedelta(hours=hours)
+    result = await session.execute(delete(IdempotencyKey).where(IdempotencyKey.created_at < cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)

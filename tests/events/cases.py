@@ -1,0 +1,463 @@
+"""Every write route of the API that changes contacts, with the events each request must write
+(spec, Events: catalog), and the routes that change no contact."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from PIL import Image
+
+from tests.events.world import Expected, World
+
+A, B, C, D = "a@acme.io", "b@acme.io", "c@acme.io", "d@acme.io"
+
+
+@dataclass(frozen=True)
+class Case:
+    route: str  # "METHOD /path" as the app declares it
+    label: str
+    act: Callable[[World], Awaitable[httpx.Response]]
+    expected: list[Expected]
+    check: Callable[[World], Awaitable[None]] | None = None  # the stored effect, read back
+    prepare: Callable[[World], Awaitable[None]] | None = None  # before the events are marked
+    status: int = 200
+
+
+def _contact(email: str) -> Callable[[World], str]:
+    return lambda w: f"/api/v1/contacts/{w.id(email)}"
+
+
+def patch(email: str, body: dict[str, Any]) -> Callable[[World], Awaitable[httpx.Response]]:
+    return lambda w: w.call("PATCH", _contact(email)(w), json=body)
+
+
+def bulk(action: str, emails: list[str], **more: Any) -> Callable[[World], Awaitable[Any]]:
+    async def act(w: World) -> httpx.Response:
+        body: dict[str, Any] = {"action": action, "contact_ids": [w.id(e) for e in emails]}
+        if "tag" in more:
+            body["tag_id"] = w.tags[more["tag"]]
+        if "list" in more:
+            body["list_id"] = w.lists[more["list"]]
+        return await w.call("POST", "/api/v1/contacts/bulk", json=body)
+
+    return act
+
+
+def status_is(email: str, status: str) -> Callable[[World], Awaitable[None]]:
+    async def check(w: World) -> None:
+        assert (await w.contact(email))["status"] == status
+
+    return check
+
+
+def gone(email: str) -> Callable[[World], Awaitable[None]]:
+    async def check(w: World) -> None:
+        assert (await w.call("GET", _contact(email)(w))).status_code == 404
+
+    return check
+
+
+def tags_are(email: str, names: set[str]) -> Callable[[World], Awaitable[None]]:
+    async def check(w: World) -> None:
+        assert {t["name"] for t in (await w.contact(email))["tags"]} == names
+
+    return check
+
+
+def members_are(name: str, emails: set[str]) -> Callable[[World], Awaitable[None]]:
+    async def check(w: World) -> None:
+        body = await w.ok("GET", f"/api/v1/lists/{w.lists[name]}/contacts")
+        assert {c["email"] for c in body["contacts"]} == emails
+
+    return check
+
+
+def upload(csv: str, **fields: str) -> Callable[[World], Awaitable[httpx.Response]]:
+    return lambda w: w.call(
+        "POST",
+        "/api/v1/contacts/import",
+        files={"file": ("c.csv", csv.encode(), "text/csv")},
+        data={k: (w.lists[v] if k == "list_id" else v) for k, v in fields.items()},
+    )
+
+
+async def _archive_a_and_b_then_block_b(w: World) -> None:
+    await w.ok(
+        "POST",
+        "/api/v1/contacts/bulk",
+        json={"action": "archive", "contact_ids": [w.id(A), w.id(B)]},
+    )
+    await w.ok("POST", "/api/v1/suppressions", json={"entries": [B]})
+
+
+async def _give_a_a_custom_field(w: World) -> None:
+    await w.ok("PATCH", _contact(A)(w), json={"custom_fields": {"plan": "gold"}})
+
+
+async def _import_check(w: World) -> None:
+    assert (await w.contact(A))["first_name"] == "Anna"
+    assert (await w.contact(B))["status"] == "unsubscribed"
+    await members_are("News", {A, "new@acme.io"})(w)
+
+
+CASES: list[Case] = [
+    Case(
+        "POST /api/v1/contacts",
+        "create",
+        lambda w: w.call("POST", "/api/v1/contacts", json={"email": "new@acme.io"}),
+        [("contact.created", "new@acme.io", None)],
+        status=201,
+    ),
+    Case(
+        "PATCH /api/v1/contacts/{id}",
+        "rename",
+        patch(A, {"first_name": "Anna"}),
+        [("contact.updated", A, None)],
+    ),
+    Case(
+        "PATCH /api/v1/contacts/{id}",
+        "unsubscribe",
+        patch(A, {"status": "unsubscribed"}),
+        [("contact.unsubscribed", A, None)],
+        status_is(A, "unsubscribed"),
+    ),
+    Case(
+        "PATCH /api/v1/contacts/{id}",
+        "archive",
+        patch(B, {"status": "archived"}),
+        [("contact.updated", B, None)],
+        status_is(B, "archived"),
+    ),
+    Case(
+        "PATCH /api/v1/contacts/{id}",
+        "resubscribe",
+        patch(C, {"resubscribe": True}),
+        [("contact.resubscribed", C, None)],
+        status_is(C, "subscribed"),
+    ),
+    Case(
+        "PATCH /api/v1/contacts/{id}",
+        "bounce",
+        patch(B, {"status": "bounced"}),
+        [("contact.bounced", B, None)],
+        status_is(B, "bounced"),
+    ),
+    Case(
+        "DELETE /api/v1/contacts/{id}",
+        "delete",
+        lambda w: w.call("DELETE", _contact(A)(w)),
+        [
+            ("contact.deleted", A, None),
+            ("contact.list_left", A, "News"),
+            ("contact.tag_removed", A, "vip"),
+        ],
+        gone(A),
+    ),
+    Case(
+        "DELETE /api/v1/contacts/{id}",
+        "erase",
+        lambda w: w.call("DELETE", _contact(A)(w), params={"mode": "erase"}),
+        [
+            ("contact.deleted", A, None),
+            ("contact.list_left", A, "News"),
+            ("contact.tag_removed", A, "vip"),
+        ],
+        gone(A),
+    ),
+    Case(
+        "POST /api/v1/contacts/{id}/tags",
+        "attach",
+        lambda w: w.call("POST", _contact(B)(w) + "/tags", json={"tag_id": w.tags["vip"]}),
+        [("contact.tag_added", B, "vip")],
+        tags_are(B, {"vip"}),
+        status=201,
+    ),
+    Case(
+        "DELETE /api/v1/contacts/{id}/tags/{tagId}",
+        "detach",
+        lambda w: w.call("DELETE", _contact(A)(w) + f"/tags/{w.tags['vip']}"),
+        [("contact.tag_removed", A, "vip")],
+        tags_are(A, set()),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "unsubscribe",
+        bulk("unsubscribe", [A, B, C]),
+        [("contact.unsubscribed", A, None), ("contact.unsubscribed", B, None)],
+        status_is(B, "unsubscribed"),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "archive",
+        bulk("archive", [A, B]),
+        [("contact.updated", A, None), ("contact.updated", B, None)],
+        status_is(A, "archived"),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "restore",
+        bulk("restore", [A, B, C]),
+        [("contact.updated", A, None), ("contact.unsubscribed", B, None)],
+        status_is(B, "unsubscribed"),
+        _archive_a_and_b_then_block_b,
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "delete",
+        bulk("delete", [A, B]),
+        [
+            ("contact.deleted", A, None),
+            ("contact.deleted", B, None),
+            ("contact.list_left", A, "News"),
+            ("contact.tag_removed", A, "vip"),
+        ],
+        gone(B),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "erase",
+        bulk("erase", [D]),
+        [("contact.deleted", D, None), ("contact.list_left", D, "Double")],
+        gone(D),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "add_tag",
+        bulk("add_tag", [A, B], tag="vip"),
+        [("contact.tag_added", B, "vip")],
+        tags_are(B, {"vip"}),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "remove_tag",
+        bulk("remove_tag", [A, B], tag="vip"),
+        [("contact.tag_removed", A, "vip")],
+        tags_are(A, set()),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "add_to_list",
+        bulk("add_to_list", [A, B, C], list="News"),
+        [("contact.list_joined", B, "News")],
+        members_are("News", {A, B}),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "add_to_double_list",
+        bulk("add_to_list", [B], list="Double"),
+        [],
+        members_are("Double", {B, D}),
+    ),
+    Case(
+        "POST /api/v1/contacts/bulk",
+        "remove_from_list",
+        bulk("remove_from_list", [A, B], list="News"),
+        [("contact.list_left", A, "News")],
+        members_are("News", set()),
+    ),
+    Case("POST /api/v1/contacts/bulk", "export", bulk("export", [A, B]), []),
+    Case(
+        "POST /api/v1/contacts/import",
+        "new, refreshed, escalated, tagged, joined",
+        upload(
+            "email,first_name,status\na@acme.io,Anna,\nb@acme.io,,unsubscribed\nnew@acme.io,,\n",
+            skip_duplicates="false",
+            source="api",
+            tags="vip;fresh",
+            list_id="News",
+        ),
+        [
+            ("contact.created", "new@acme.io", None),
+            ("contact.updated", A, None),  # first name refreshed
+            ("contact.unsubscribed", B, None),  # escalated by the file
+            ("contact.tag_added", B, "vip"),
+            ("contact.tag_added", "new@acme.io", "vip"),
+            ("contact.tag_added", A, "fresh"),
+            ("contact.tag_added", B, "fresh"),
+            ("contact.tag_added", "new@acme.io", "fresh"),
+            ("contact.list_joined", "new@acme.io", "News"),  # a was a member; b left subscribed
+        ],
+        _import_check,
+    ),
+    Case(
+        "POST /api/v1/contacts/import",
+        "custom field merged into an existing contact",
+        upload("email,plan\na@acme.io,gold\n"),
+        [("contact.updated", A, None)],
+    ),
+    Case(
+        "DELETE /api/v1/tags/{id}",
+        "tag delete",
+        lambda w: w.call("DELETE", f"/api/v1/tags/{w.tags['vip']}"),
+        [("contact.tag_removed", A, "vip")],
+        tags_are(A, set()),
+    ),
+    Case(
+        "DELETE /api/v1/lists/{id}",
+        "list delete",
+        lambda w: w.call("DELETE", f"/api/v1/lists/{w.lists['Double']}"),
+        [("contact.list_left", D, "Double")],
+    ),
+    Case(
+        "POST /api/v1/lists/{id}/contacts",
+        "join",
+        lambda w: w.call(
+            "POST",
+            f"/api/v1/lists/{w.lists['News']}/contacts",
+            json={"contact_ids": [w.id(B), w.id(C)]},
+        ),
+        [("contact.list_joined", B, "News")],
+        members_are("News", {A, B}),
+    ),
+    Case(
+        "DELETE /api/v1/lists/{id}/contacts/{contact_id}",
+        "leave",
+        lambda w: w.call("DELETE", f"/api/v1/lists/{w.lists['News']}/contacts/{w.id(A)}"),
+        [("contact.list_left", A, "News")],
+        members_are("News", set()),
+    ),
+    Case(
+        "POST /api/v1/suppressions",
+        "json",
+        lambda w: w.call(
+            "POST",
+            "/api/v1/suppressions",
+            json={"entries": [{"email": A, "reason": "bounced"}, C, B]},
+        ),
+        [("contact.bounced", A, None), ("contact.unsubscribed", B, None)],
+        status_is(A, "bounced"),
+    ),
+    Case(
+        "POST /api/v1/suppressions",
+        "csv",
+        lambda w: w.call(
+            "POST",
+            "/api/v1/suppressions",
+            files={"file": ("s.csv", b"email,reason\nb@acme.io,spam\n", "text/csv")},
+        ),
+        [("contact.complained", B, None)],
+        status_is(B, "complained"),
+    ),
+    # Removes the key from every contact carrying it: a field change.
+    Case(
+        "DELETE /api/v1/custom-fields/{key}",
+        "field delete",
+        lambda w: w.call("DELETE", "/api/v1/custom-fields/plan"),
+        [("contact.updated", A, None)],
+        prepare=_give_a_a_custom_field,
+    ),
+]
+
+
+# Write routes that change no contact, each with a request that succeeds (and must write no
+# contact event).
+def _webhook(w: World) -> str:
+    return str(w.extra["webhook"])
+
+
+async def _make_webhook(w: World) -> None:
+    made = await w.ok(
+        "POST",
+        "/api/v1/webhooks",
+        201,
+        json={"url": "http://127.0.0.1:9/x", "event_types": ["contact.created"]},
+    )
+    w.extra["webhook"] = made["id"]
+
+
+async def _make_field(w: World) -> None:
+    await w.ok("POST", "/api/v1/custom-fields", 201, json={"key": "plan"})
+
+
+def _png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+async def _upload_image(w: World) -> None:
+    made = await w.ok("POST", "/api/v1/media", 201, files={"file": ("p.png", _png(), "image/png")})
+    w.extra["media"] = made["file"]["id"]
+
+
+async def _delete_a_contact(w: World) -> None:
+    made = await w.ok("POST", "/api/v1/contacts", 201, json={"email": "gone@acme.io"})
+    await w.ok("DELETE", f"/api/v1/contacts/{made['contact']['id']}")
+
+
+NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]], Any]] = {
+    "POST /api/v1/tags": (lambda w: w.call("POST", "/api/v1/tags", json={"name": "new"}), None),
+    "PATCH /api/v1/tags/{id}": (
+        lambda w: w.call("PATCH", f"/api/v1/tags/{w.tags['vip']}", json={"name": "VIP"}),
+        None,
+    ),
+    "POST /api/v1/lists": (lambda w: w.call("POST", "/api/v1/lists", json={"name": "New"}), None),
+    "PATCH /api/v1/lists/{id}": (
+        lambda w: w.call("PATCH", f"/api/v1/lists/{w.lists['News']}", json={"name": "Old news"}),
+        None,
+    ),
+    # Declaring or retyping a field never rewrites stored values (they are flagged instead).
+    "POST /api/v1/custom-fields": (
+        lambda w: w.call("POST", "/api/v1/custom-fields", json={"key": "plan"}),
+        None,
+    ),
+    "PATCH /api/v1/custom-fields/{key}": (
+        lambda w: w.call("PATCH", "/api/v1/custom-fields/plan", json={"label": "Plan"}),
+        _make_field,
+    ),
+    "POST /api/v1/custom-fields/scan": (
+        lambda w: w.call("POST", "/api/v1/custom-fields/scan"),
+        _give_a_a_custom_field,
+    ),
+    # Lifting removes a `deleted` suppression row; no contact carries that address.
+    "POST /api/v1/suppressions/lift": (
+        lambda w: w.call("POST", "/api/v1/suppressions/lift", json={"email": "gone@acme.io"}),
+        _delete_a_contact,
+    ),
+    "POST /api/v1/webhooks": (
+        lambda w: w.call(
+            "POST",
+            "/api/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/y", "event_types": ["contact.created"]},
+        ),
+        None,
+    ),
+    "PATCH /api/v1/webhooks/{id}": (
+        lambda w: w.call("PATCH", f"/api/v1/webhooks/{_webhook(w)}", json={"description": "x"}),
+        _make_webhook,
+    ),
+    "DELETE /api/v1/webhooks/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/webhooks/{_webhook(w)}"),
+        _make_webhook,
+    ),
+    "POST /api/v1/webhooks/{id}/rotate-secret": (
+        lambda w: w.call("POST", f"/api/v1/webhooks/{_webhook(w)}/rotate-secret"),
+        _make_webhook,
+    ),
+    "POST /api/v1/webhooks/{id}/test": (
+        lambda w: w.call(
+            "POST", f"/api/v1/webhooks/{_webhook(w)}/test", json={"event": "contact.created"}
+        ),
+        _make_webhook,
+    ),
+    "POST /api/v1/media": (
+        lambda w: w.call("POST", "/api/v1/media", files={"file": ("q.png", _png(), "image/png")}),
+        None,
+    ),
+    "DELETE /api/v1/media/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/media/{w.extra['media']}"),
+        _upload_image,
+    ),
+}
+
+
+def body_of(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except json.JSONDecodeError:
+        return response.text[:200]

@@ -1,0 +1,100 @@
+"""Messages built by hand parse back, with a standard parser, to exactly what went in."""
+
+from __future__ import annotations
+
+import email
+from datetime import UTC, datetime
+from email import policy
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mailroom.sending import mime
+
+
+def _message(**overrides):
+    values = {
+        "from_email": "news@acme.io",
+        "from_name": "Acme News",
+        "to": "jane@example.com",
+        "subject": "Hello Jane",
+        "html": "<p>Hi <b>Jane</b></p>",
+        "text": "Hi Jane",
+        "message_id": "0195f3b2-0000-7000-8000-000000000001@acme.io",
+        "date": datetime(2026, 11, 23, 12, 0, tzinfo=UTC),
+        "reply_to": "help@acme.io",
+        "list_unsubscribe": ("https://mail.acme.io/u/tok", "mailto:unsubscribe+tok@acme.io"),
+    }
+    return mime.Message(**{**values, **overrides})
+
+
+def _parse(raw: bytes):
+    return email.message_from_bytes(raw, policy=policy.default)
+
+
+def test_headers_and_parts_round_trip():
+    raw = mime.build(_message())
+    assert b"\n" not in raw.replace(b"\r\n", b"")  # CRLF only
+    parsed = _parse(raw)
+    assert parsed["From"] == "Acme News <news@acme.io>"
+    assert parsed["To"] == "jane@example.com"
+    assert parsed["Subject"] == "Hello Jane"
+    assert parsed["Message-ID"] == "<0195f3b2-0000-7000-8000-000000000001@acme.io>"
+    assert parsed["Reply-To"] == "help@acme.io"
+    assert parsed["List-Unsubscribe"] == (
+        "<https://mail.acme.io/u/tok>, <mailto:unsubscribe+tok@acme.io>"
+    )
+    assert parsed["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert parsed.get_content_type() == "multipart/alternative"
+    text, html = parsed.get_payload()
+    assert text.get_content_type() == "text/plain"
+    assert text.get_content().rstrip("\n") == "Hi Jane"
+    assert html.get_content_type() == "text/html"
+    assert html.get_content().rstrip("\n") == "<p>Hi <b>Jane</b></p>"
+
+
+def test_non_ascii_subject_and_name_are_encoded_words():
+    raw = mime.build(_message(subject="Grüße, Zoë — 20 % off 🎉" * 4, from_name="Café Ümlaut"))
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    assert head.isascii()
+    assert all(len(line) <= 998 for line in head.split(b"\r\n"))
+    parsed = _parse(raw)
+    assert parsed["Subject"] == "Grüße, Zoë — 20 % off 🎉" * 4
+    assert parsed["From"].addresses[0].display_name == "Café Ümlaut"
+
+
+def test_a_line_break_in_a_header_value_cannot_add_a_header():
+    parsed = _parse(mime.build(_message(subject="Hi\r\nBcc: victim@example.com")))
+    assert parsed["Bcc"] is None
+    assert parsed["Subject"] == "Hi Bcc: victim@example.com"
+
+
+@settings(max_examples=60)
+@given(
+    html=st.text(min_size=0, max_size=400),
+    text=st.text(min_size=0, max_size=400),
+    subject=st.text(min_size=1, max_size=80).filter(lambda s: s.strip() == s and s.isprintable()),
+)
+def test_any_content_round_trips(html, text, subject):
+    parsed = _parse(mime.build(_message(html=html, text=text, subject=subject)))
+    plain, rich = parsed.get_payload()
+
+    def normal(value: str) -> str:
+        return value.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n")
+
+    assert normal(plain.get_content()) == normal(text)
+    assert normal(rich.get_content()) == normal(html)
+    assert parsed["Subject"] == " ".join(subject.splitlines())
+
+
+def test_plain_ascii_parts_go_unencoded_and_others_quoted_printable():
+    raw = mime.build(_message(html="<p>plain</p>", text="Grüße"))
+    assert b"Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 7bit" in raw
+    assert (
+        b"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable"
+        in raw
+    )
+    long_line = "x" * 1200
+    raw = mime.build(_message(html=long_line))
+    assert all(len(line) <= 998 for line in raw.split(b"\r\n"))
+    assert _parse(raw).get_payload()[1].get_content().rstrip("\n") == long_line

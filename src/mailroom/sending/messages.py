@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
@@ -95,7 +96,12 @@ async def send_now(
     domain = await verified_domain(ctx, message.from_email)
     name = await ctx.session.scalar(select(Workspace.name).where(Workspace.id == ctx.workspace_id))
     found = {
-        c.email: c
+        c.email: SimpleNamespace(
+            id=c.id,
+            first_name=c.first_name,
+            last_name=c.last_name,
+            custom_fields=dict(c.custom_fields or {}),
+        )
         for c in (
             await ctx.session.scalars(
                 select(Contact).where(
@@ -105,7 +111,10 @@ async def send_now(
             )
         ).all()
     }
-    await ctx.session.rollback()  # only reads so far: no connection held while sending
+    signer = signer_spec(domain)
+    # Only reads so far: no connection is held while sending. (Rows read are expired by the
+    # rollback, hence the plain copies above.)
+    await ctx.session.rollback()
 
     rows = [(new_id(), email) for email in emails]
     now = utcnow()
@@ -117,7 +126,7 @@ async def send_now(
             message.html,
             message.text,
         ),
-        sender=Sender(message.from_email, message.from_name, message.reply_to, signer_spec(domain)),
+        sender=Sender(message.from_email, message.from_name, message.reply_to, signer),
         workspace_name=str(name or ""),
         secret=settings.resolved_secret_key,
         date=now,

@@ -253,7 +253,9 @@ async def claim_due(
         .execution_options(synchronize_session=False)
     )
     rows = list((await session.scalars(stmt)).all())
-    rows.sort(key=lambda row: row.run_at)  # RETURNING has no order
+    # RETURNING has no order: put them back in the claim's.
+    keys = [getattr(column, "key", "run_at") for column in order_by or (table.run_at,)]
+    rows.sort(key=lambda row: tuple(getattr(row, key) for key in keys))
     return rows
 
 

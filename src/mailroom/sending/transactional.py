@@ -101,6 +101,8 @@ async def queue(ctx: Context, body: dict[str, Any]) -> SendLog:
     now = utcnow()
     plan = ctx.principal.plan
     account = ctx.principal.account_id
+    # The month first: a client told to retry in an hour should not then meet a 403.
+    await limits.reserve(ctx.session, account, plan, 1, now)
     if await limits.sent_this_hour(ctx.session, account, now) >= plan.hourly_send_ceiling:
         wait = max(1, int((limits.next_hour(now) - now).total_seconds()))
         raise ApiError(
@@ -109,7 +111,6 @@ async def queue(ctx: Context, body: dict[str, Any]) -> SendLog:
             f"plan). Retry in {wait} seconds.",
             headers={"Retry-After": str(wait)},
         )
-    await limits.reserve(ctx.session, account, plan, 1, now)
     row = SendLog(
         id=new_id(),
         workspace_id=ctx.workspace_id,

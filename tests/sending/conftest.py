@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from mailroom.core.clock import utcnow
 from mailroom.models import SendingDomain
 from tests.sending.helpers import SendDriver, ok
 from tests.sending.sink import Sink
@@ -39,6 +40,8 @@ async def verified_domain(client: Any, db: Any, ws: Any, name: str = DOMAIN) -> 
     domain = (await ok(created, 201))["domain"]
     async with db.transaction() as session:
         await session.execute(
-            update(SendingDomain).where(SendingDomain.id == domain["id"]).values(status="verified")
+            update(SendingDomain)
+            .where(SendingDomain.id == domain["id"])
+            .values(status="verified", verified_at=utcnow(), last_checked_at=utcnow())
         )
     return dict(domain)

@@ -3,6 +3,7 @@ runs the sending engine (the worker's loop) until nothing is due."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -145,7 +146,8 @@ class SendDriver:
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline:
             await self.engine.tick(self.ctx)
-            if self.engine.tasks:
+            if self.engine.busy:
+                await asyncio.sleep(0.01)
                 continue
             if await self.due() == 0:
                 return

@@ -40,9 +40,44 @@ async def test_refusals_keep_the_relays_code_and_the_connection_goes_on():
         await pool.close()
     codes = {r.key: r.code for r in results}
     assert codes == {"k1": 550, "k2": 451, "k3": 250}
-    assert results[0].refused and not results[1].refused and results[2].sent
+    assert results[0].bounced and not results[0].failed
+    assert not results[1].bounced and not results[1].failed and results[2].sent
     assert "No such user" in results[0].text
     assert [r.recipients for r in sink.received] == [["ok@example.com"]]
+
+
+async def test_a_refused_sender_or_message_fails_the_message_not_the_address():
+    sink = Sink()
+
+    async def refuse_sender(server, session, envelope, address, options):
+        if address.startswith("blocked"):
+            return "550 5.7.1 Sender blocked"
+        envelope.mail_from = address
+        return "250 OK"
+
+    async def refuse_content(server, session, envelope):
+        return "554 5.6.0 Message rejected as spam"
+
+    # aiosmtpd looks its hooks up when a session starts: set them first.
+    sink.handler.handle_MAIL = refuse_sender  # type: ignore[attr-defined]
+    sink.handler.handle_DATA = refuse_content  # type: ignore[method-assign]
+    async with sink:
+        pool = SmtpPool(sink.url, size=1)
+        blocked = Delivery("k1", "blocked@acme.io", "a@example.com", b"Subject: x\r\n\r\nx\r\n")
+        [sender_refused, content_refused] = await pool.send(
+            [blocked, _delivery(2, "b@example.com")]
+        )
+        await pool.close()
+    assert (sender_refused.code, sender_refused.failed, sender_refused.bounced) == (
+        550,
+        True,
+        False,
+    )
+    assert (content_refused.code, content_refused.failed, content_refused.bounced) == (
+        554,
+        True,
+        False,
+    )
 
 
 async def test_a_relay_that_goes_away_gives_no_answer_and_the_pool_reconnects():
@@ -52,7 +87,7 @@ async def test_a_relay_that_goes_away_gives_no_answer_and_the_pool_reconnects():
     assert (await pool.send([_delivery(1, "a@example.com")]))[0].code == 250
     await sink.stop()
     down = await pool.send([_delivery(2, "b@example.com")])
-    assert down[0].code == NO_ANSWER and not down[0].sent and not down[0].refused
+    assert down[0].code == NO_ANSWER and not down[0].sent and not down[0].bounced
     await sink.start()
     again = await pool.send([_delivery(3, "c@example.com")])
     await pool.close()

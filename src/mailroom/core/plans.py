@@ -84,7 +84,7 @@ PLANS: dict[str, Plan] = {
         live_automations=None,
         webhook_endpoints=None,
         media_quota_bytes=10_240 * MB,
-        hourly_send_ceiling=40_000,
+        hourly_send_ceiling=100_000,
     ),
 }
 

@@ -33,13 +33,14 @@ from datetime import datetime
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 
 from mailroom.core.clock import utcnow
 from mailroom.core.emails import email_domain
 from mailroom.core.plans import get_plan
 from mailroom.db import Database, claim_due
 from mailroom.models import (
+    PRIORITY_CAMPAIGN,
     Account,
     Campaign,
     Contact,
@@ -64,6 +65,11 @@ log = logging.getLogger("mailroom.sending")
 LANES = 3  # batches in flight at once
 LEASE_SECONDS = 300
 JOB_SIZE = 50  # recipients per build job (one process task)
+# Transactional messages also have a lane of their own: claimed on every tick, built in a
+# thread (not queued behind campaign jobs in the process pool) and sent over connections of
+# their own, so a `/send` leaves within a second while a big campaign fills the other lanes.
+EXPRESS_BATCH = 20
+EXPRESS_CONNECTIONS = 2
 
 
 @dataclass
@@ -95,6 +101,8 @@ class SendEngine:
         self.tasks: set[asyncio.Task[None]] = set()
         self.in_flight: dict[str, int] = defaultdict(int)  # account -> claimed, not recorded
         self._transport: Transport | None = None
+        self._express_transport: Transport | None = None
+        self.express: asyncio.Task[None] | None = None
         self._executor: Executor | None = None
         self._executor_made = False
 
@@ -107,6 +115,14 @@ class SendEngine:
         return self._transport
 
     @property
+    def express_transport(self) -> Transport:
+        if self._express_transport is None:
+            self._express_transport = transport_for(
+                self.settings.smtp_url, outbox_dir(self.settings), EXPRESS_CONNECTIONS
+            )
+        return self._express_transport
+
+    @property
     def executor(self) -> Executor | None:
         if not self._executor_made:
             self._executor = _executor(self.settings)
@@ -114,10 +130,13 @@ class SendEngine:
         return self._executor
 
     async def tick(self, ctx: WorkerContext) -> int:
+        urgent = await self._express(ctx)
         if len(self.tasks) >= LANES:
             await asyncio.wait(self.tasks, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
             return 1
         rows = await self.claim(ctx.db, ctx.worker_id)
+        if not rows and urgent:
+            return urgent
         if not rows:
             if self.tasks:
                 await asyncio.wait(self.tasks, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
@@ -130,27 +149,54 @@ class SendEngine:
         task.add_done_callback(self.tasks.discard)
         return len(rows)
 
+    @property
+    def busy(self) -> bool:
+        """Batches are in flight (claimed, not yet recorded)."""
+        return bool(self.tasks) or (self.express is not None and not self.express.done())
+
+    async def _express(self, ctx: WorkerContext) -> int:
+        """Start the express lane's next batch (transactional rows only) if it is free."""
+        if self.express is not None and not self.express.done():
+            return 0
+        rows = await self.claim(ctx.db, ctx.worker_id, urgent_only=True)
+        if not rows:
+            return 0
+        for row in rows:
+            self.in_flight[row.account_id] += 1
+        self.express = asyncio.create_task(self._batch(ctx.db, rows, express=True))
+        return len(rows)
+
     async def close(self, ctx: WorkerContext, grace_seconds: float = 30.0) -> None:
-        if self.tasks:
-            await asyncio.wait(self.tasks, timeout=grace_seconds)
+        pending = set(self.tasks)
+        if self.express is not None:
+            pending.add(self.express)
+        if pending:
+            await asyncio.wait(pending, timeout=grace_seconds)
         if self._transport is not None:
             await self._transport.close()
+        if self._express_transport is not None:
+            await self._express_transport.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------ claim
 
-    async def claim(self, db: Database, worker_id: str) -> list[Claimed]:
+    async def claim(
+        self, db: Database, worker_id: str, *, urgent_only: bool = False
+    ) -> list[Claimed]:
         now = utcnow()
         paused = select(SendingSettings.workspace_id).where(SendingSettings.paused.is_(True))
+        where: list[ColumnElement[bool]] = [SendLog.workspace_id.not_in(paused)]
+        if urgent_only:
+            where.append(SendLog.priority < PRIORITY_CAMPAIGN)
         async with db.transaction() as session:
             rows = await claim_due(
                 session,
                 SendLog,
                 worker_id=worker_id,
-                limit=self.batch_size,
+                limit=EXPRESS_BATCH if urgent_only else self.batch_size,
                 lease_seconds=LEASE_SECONDS,
-                where=[SendLog.workspace_id.not_in(paused)],
+                where=where,
                 order_by=(SendLog.priority, SendLog.run_at),
                 now=now,
             )
@@ -209,10 +255,10 @@ class SendEngine:
 
     # ------------------------------------------------------------ one batch
 
-    async def _batch(self, db: Database, rows: list[Claimed]) -> None:
+    async def _batch(self, db: Database, rows: list[Claimed], express: bool = False) -> None:
         try:
             prepared = await self.prepare(db, rows)
-            built = await self.build(prepared.jobs)
+            built = await self.build(prepared.jobs, in_thread=express)
             done = list(prepared.done)
             deliveries: list[Delivery] = []
             for item in built:
@@ -222,9 +268,18 @@ class SendEngine:
                 else:
                     deliveries.append(Delivery(row.id, sender, recipient, item.data))
             message_ids = {j.row_id: j.message_id for job in prepared.jobs for j in job.recipients}
-            for result in await self.transport.send(deliveries):
+            transport = self.express_transport if express else self.transport
+            for result in await transport.send(deliveries):
                 row, _sender, recipient = prepared.targets[result.key]
-                state = "sent" if result.sent else "bounced" if result.refused else "retry"
+                state = (
+                    "sent"
+                    if result.sent
+                    else "bounced"
+                    if result.bounced
+                    else "failed"
+                    if result.failed
+                    else "retry"
+                )
                 done.append(
                     Outcome(
                         row,
@@ -243,11 +298,11 @@ class SendEngine:
             for row in rows:
                 self.in_flight[row.account_id] -= 1
 
-    async def build(self, jobs: list[Job]) -> list[Built]:
+    async def build(self, jobs: list[Job], in_thread: bool = False) -> list[Built]:
         if not jobs:
             return []
         loop = asyncio.get_running_loop()
-        executor = self.executor
+        executor = None if in_thread else self.executor
         if executor is None:
             results = await asyncio.gather(*(asyncio.to_thread(build, job) for job in jobs))
         else:

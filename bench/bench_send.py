@@ -24,6 +24,7 @@ import psutil
 from sqlalchemy import select, update
 
 from bench.common import BenchApp, BenchContext, percentiles, report
+from mailroom.accounts import service as accounts_service
 from mailroom.core.clock import utcnow
 from mailroom.domains import dkim
 from mailroom.models import SendingDomain
@@ -45,7 +46,8 @@ HTML = (
     "<html><head><style>p { color: #333; font-family: Helvetica, Arial } "
     "a { color: #0a6 }</style></head><body><table width='100%'>"
     "<tr><td><h1>Hello {{ first_name | default('there') }},</h1></td></tr>"
-    + PARAGRAPH * 40
+    + PARAGRAPH
+    * 40
     + "<tr><td><p>Your code {{ custom_fields.code }} for {{ email }} from "
     "{{ workspace.name }}.</p><p><a href='{{ unsubscribe_url }}'>Unsubscribe</a> | "
     "<a href='{{ webview_url }}'>View online</a></p></td></tr></table></body></html>"
@@ -82,9 +84,13 @@ async def _ok(response: Any, status: int = 200) -> dict[str, Any]:
     return body
 
 
-async def _import(bench: BenchApp, emails: list[str], list_id: str | None) -> None:
+async def _import(
+    bench: BenchApp, emails: list[str], list_id: str | None, headers: dict[str, str] | None = None
+) -> None:
     for start in range(0, len(emails), IMPORT_CHUNK):
-        rows = "\n".join(f"{e},Reader{i},C{i:06d}" for i, e in enumerate(emails[start:][:IMPORT_CHUNK]))
+        rows = "\n".join(
+            f"{e},Reader{i},C{i:06d}" for i, e in enumerate(emails[start:][:IMPORT_CHUNK])
+        )
         data = {"check_domains": "false", "skip_duplicates": "true"}
         if list_id:
             data["list_id"] = list_id
@@ -92,32 +98,37 @@ async def _import(bench: BenchApp, emails: list[str], list_id: str | None) -> No
             "/api/v1/contacts/import",
             files={"file": ("c.csv", f"email,first_name,code\n{rows}".encode(), "text/csv")},
             data=data,
-            headers=bench.headers,
+            headers=headers or bench.headers,
         )
         await _ok(response)
 
 
-async def _prepare(bench: BenchApp) -> tuple[str, str]:
+async def _prepare(bench: BenchApp) -> tuple[str, str, dict[str, str]]:
     """The audience, the probes' contacts, a verified domain; returns (campaign id, domain id)."""
     c, h = bench.client, bench.headers
     news = (await _ok(await c.post("/api/v1/lists", json={"name": "News"}, headers=h), 201))["list"]
     await _import(bench, [f"reader{i}@inbox{i % 50}.io" for i in range(RECIPIENTS)], news["id"])
-    await _import(bench, [f"tx{i}@inbox.io" for i in range(2000)], None)
-    domain = (await _ok(await c.post("/api/v1/domains", json={"domain": DOMAIN}, headers=h), 201))[
-        "domain"
-    ]
+    # The probes are another tenant's transactional mail (the campaign takes the whole
+    # Business contact allowance of its own account).
     async with bench.app.state.db.transaction() as session:
-        now = utcnow()
-        await session.execute(
-            update(SendingDomain)
-            .where(SendingDomain.id == domain["id"])
-            .values(status="verified", verified_at=now, last_checked_at=now)
-        )
-    await _ok(
-        await c.patch(
-            "/api/v1/sending", json={"from_email": f"hello@{DOMAIN}", "from_name": "Shop"}, headers=h
-        )
-    )
+        _account, other = await accounts_service.create_workspace(session, plan="pro")
+        key = await accounts_service.create_key(session, other.id)
+    probe_headers = {"x-api-key": key.secret}
+    await _import(bench, [f"tx{i}@inbox.io" for i in range(2000)], None, probe_headers)
+    for headers in (h, probe_headers):
+        created = await c.post("/api/v1/domains", json={"domain": DOMAIN}, headers=headers)
+        domain = (await _ok(created, 201))["domain"]
+        async with bench.app.state.db.transaction() as session:
+            now = utcnow()
+            await session.execute(
+                update(SendingDomain)
+                .where(SendingDomain.id == domain["id"])
+                .values(status="verified", verified_at=now, last_checked_at=now)
+            )
+        identity = {"from_email": f"hello@{DOMAIN}", "from_name": "Shop"}
+        await _ok(await c.patch("/api/v1/sending", json=identity, headers=headers))
+        if headers is h:
+            own_domain = domain["id"]
     campaign = await c.post(
         "/api/v1/campaigns",
         json={
@@ -128,7 +139,7 @@ async def _prepare(bench: BenchApp) -> tuple[str, str]:
         },
         headers=h,
     )
-    return (await _ok(campaign, 201))["campaign"]["id"], domain["id"]
+    return (await _ok(campaign, 201))["campaign"]["id"], own_domain, probe_headers
 
 
 def _rss_mb(process: psutil.Process) -> tuple[float, float]:
@@ -150,7 +161,7 @@ async def run(ctx: BenchContext) -> None:
     smtp_url = f"smtp://127.0.0.1:{port}?starttls=never"
     try:
         async with ctx.fresh_app(plan="business") as bench:
-            campaign_id, domain_id = await _prepare(bench)
+            campaign_id, domain_id, probe_headers = await _prepare(bench)
             bench.settings.smtp_url = smtp_url  # the API now checks the sender's domain
             # BENCH_SEND_PROFILE=<file>: the worker runs under cProfile (read with pstats).
             profile = os.environ.get("BENCH_SEND_PROFILE")
@@ -169,7 +180,7 @@ async def run(ctx: BenchContext) -> None:
             )
             try:
                 await asyncio.sleep(3.0)  # the worker starts (imports, migrations check)
-                await _campaign(ctx, bench, campaign_id, worker, state)
+                await _campaign(ctx, bench, campaign_id, worker, state, sink.pid, probe_headers)
             finally:
                 worker.send_signal(signal.SIGTERM)
                 try:
@@ -183,11 +194,29 @@ async def run(ctx: BenchContext) -> None:
         follower.cancel()
 
 
+def _cpu_seconds(processes: dict[str, psutil.Process]) -> dict[str, float]:
+    found = {}
+    for name, process in processes.items():
+        times = process.cpu_times()
+        found[name] = times.user + times.system
+    return found
+
+
 async def _campaign(
-    ctx: BenchContext, bench: BenchApp, campaign_id: str, worker: Any, state: SinkState
+    ctx: BenchContext,
+    bench: BenchApp,
+    campaign_id: str,
+    worker: Any,
+    state: SinkState,
+    sink: int,
+    probe_headers: dict[str, str],
 ) -> None:
     process = psutil.Process(worker.pid)
     peak_own = peak_child = 0.0
+    watched = {"worker": process, "sink": psutil.Process(sink), "api": psutil.Process()}
+    for n, child in enumerate(process.children(recursive=True)):
+        watched[f"build{n}"] = child
+    cpu_before = _cpu_seconds(watched)
     started = time.perf_counter()
     response = await bench.client.post(
         f"/api/v1/campaigns/{campaign_id}/send", headers=bench.headers
@@ -203,7 +232,7 @@ async def _campaign(
         queued = await bench.client.post(
             "/api/v1/send",
             json={"to": address, "subject": "Your receipt", "text_content": "Thanks!"},
-            headers=bench.headers,
+            headers=probe_headers,
         )
         await _ok(queued, 202)
         probe += 1
@@ -212,10 +241,17 @@ async def _campaign(
         await asyncio.sleep(PROBE_EVERY)
     elapsed = time.perf_counter() - started
     campaign_messages = state.count - len(state.arrivals)
+    for n, child in enumerate(process.children(recursive=True)):  # started on first use
+        if child not in watched.values():
+            watched[f"build{n}"] = child
+            cpu_before[f"build{n}"] = 0.0
+    cpu_after = _cpu_seconds(watched)
+    cpu_ms = {
+        f"{name}_cpu_ms_per_msg": (cpu_after[name] - cpu_before[name]) * 1000 / campaign_messages
+        for name in watched
+    }
     await asyncio.sleep(2.0)  # the last probes arrive
-    latencies = [
-        (state.arrivals[a] - t) * 1000 for a, t in sent_at.items() if a in state.arrivals
-    ]
+    latencies = [(state.arrivals[a] - t) * 1000 for a, t in sent_at.items() if a in state.arrivals]
     lat = percentiles(latencies)
     report(
         f"campaign to {RECIPIENTS:,} (worker: {os.cpu_count()} build processes, 8 SMTP "
@@ -229,6 +265,7 @@ async def _campaign(
         worker_peak_rss_mb=peak_own,
         build_process_peak_rss_mb=peak_child,
     )
+    report("CPU per campaign message, by process", ctx.backend, **cpu_ms)
     report(
         "/send while the campaign runs (request -> at the sink)",
         ctx.backend,
@@ -265,8 +302,14 @@ async def _cpu_split(ctx: BenchContext, bench: BenchApp, domain_id: str) -> None
     t0 = time.perf_counter()
     rendered = [
         compiled.render(
-            merge_context(r, workspace_name="Shop", unsubscribe_url=r.unsubscribe_url,
-                          preferences_url="", webview_url="", variables=None)
+            merge_context(
+                r,
+                workspace_name="Shop",
+                unsubscribe_url=r.unsubscribe_url,
+                preferences_url="",
+                webview_url="",
+                variables=None,
+            )
         )
         for r in recipients
     ]

@@ -122,3 +122,24 @@ def test_smtp_url_settings(url, host, port, user, implicit, starttls, verify):
 def test_a_bad_smtp_url_is_refused():
     with pytest.raises(ValueError, match="smtp://user:pass@host:port"):
         parse_smtp_url("http://relay")
+
+
+def test_the_wire_form_is_dot_stuffed_and_leaves_odd_line_ends_to_aiosmtplib():
+    from mailroom.sending.transport import _wire_form
+
+    assert _wire_form(b".first\r\nmid\r\n.dot\r\n..two\r\nend") == (
+        b"..first\r\nmid\r\n..dot\r\n...two\r\nend\r\n.\r\n"
+    )
+    assert _wire_form(b"a\r\nbare\nlf\r\n") is None
+    assert _wire_form(b"a\r\nbare\rcr\r\n") is None
+
+
+async def test_a_message_with_bare_line_feeds_still_arrives_whole():
+    async with Sink() as sink:
+        pool = SmtpPool(sink.url, size=1)
+        [result] = await pool.send(
+            [Delivery("k1", "b@acme.io", "a@example.com", b"Subject: x\n\n.hi\nthere\n")]
+        )
+        await pool.close()
+    assert result.sent
+    assert sink.received[0].data.endswith(b".hi\r\nthere\r\n")

@@ -19,7 +19,7 @@ import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
@@ -148,7 +148,7 @@ class SmtpPool:
             except aiosmtplib.SMTPRecipientRefused as refused:
                 await _reset(client)
                 return Result(delivery.key, refused.code, refused.message, at_recipient=True)
-            answer = await client.data(delivery.data)
+            answer = await _data(client, delivery.data, self.timeout)
             return Result(delivery.key, answer.code, answer.message)
         except aiosmtplib.SMTPResponseException as problem:
             # Refused sender, recipient or message: the session is mid-transaction.
@@ -169,6 +169,47 @@ class SmtpPool:
             await _quit(self._idle.get_nowait())
         for _ in range(self.size):
             self._idle.put_nowait(None)
+
+
+def _wire_form(message: bytes) -> bytes | None:
+    """The DATA payload: dot-stuffed, ending `CRLF . CRLF`; None unless every line ends in
+    CRLF (then aiosmtplib normalises it). Plain `bytes.replace`, not aiosmtplib's two regex
+    passes: those cost a third of the engine's own CPU per 25 KB message."""
+    if b"\n" in message.replace(b"\r\n", b"") or b"\r" in message.replace(b"\r\n", b""):
+        return None
+    stuffed = message.replace(b"\r\n.", b"\r\n..")
+    if stuffed.startswith(b"."):
+        stuffed = b"." + stuffed
+    if not stuffed.endswith(b"\r\n"):
+        stuffed += b"\r\n"
+    return stuffed + b".\r\n"
+
+
+async def _data(client: aiosmtplib.SMTP, message: bytes, seconds: float) -> Any:
+    """DATA with the message sent as built (see `_wire_form`), through the connection's
+    protocol as aiosmtplib's own `execute_data_command` does; its `data()` when the message
+    needs normalising or the protocol is not the one this was written against (aiosmtplib 5)."""
+    protocol: Any = client.protocol
+    wire = _wire_form(message)
+    lock = getattr(protocol, "_command_lock", None)
+    if wire is None or lock is None or not hasattr(protocol, "_response_pending"):
+        return await client.data(message)
+    try:
+        async with lock:
+            protocol._response_pending = True
+            protocol.write(b"DATA\r\n")
+            start = await protocol.read_response(timeout=seconds)
+            if start.code != 354:
+                raise aiosmtplib.SMTPDataError(start.code, start.message)
+            protocol._response_pending = True
+            protocol.write(wire)
+            answer = await protocol.read_response(timeout=seconds)
+    except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
+        client.close()
+        raise
+    if answer.code != 250:
+        raise aiosmtplib.SMTPDataError(answer.code, answer.message)
+    return answer
 
 
 async def _reset(client: aiosmtplib.SMTP | None) -> None:

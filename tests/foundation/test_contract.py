@@ -135,6 +135,17 @@ STATE_RULES: list[tuple[str, str, str]] = [
         r"^custom_fields\.\w+ must be ",
         "a key declared in the custom-field registry takes values of its type",
     ),
+    (
+        r"(POST /api/v1/segments(/preview)?|PATCH /api/v1/segments/\{id\})",
+        r"^(conditions\[\d+\]\.)+value(\[\d+\])?: (Tag|List) not found$",
+        "tag and list ids must name rows of this workspace",
+    ),
+    (
+        r"(POST /api/v1/segments(/preview)?|PATCH /api/v1/segments/\{id\})",
+        r"^(conditions\[\d+\]\.)+(op|value(\[\d+\])?): .* \(custom_fields\.[^)]*\)$",
+        "a custom field's operators and values are those of its registered type (an "
+        "unregistered key is text)",
+    ),
 ]
 
 

@@ -34,6 +34,8 @@ class Case:
 C, T, L, K = "Contact not found", "Tag not found", "List not found", "Custom field not found"
 W = "Webhook not found"
 M = "Image not found"
+TP, SG, D = "Template not found", "Segment not found", "Domain not found"
+CP, MS = "Campaign not found", "Message not found"
 PIXEL = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
     b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
@@ -228,6 +230,119 @@ CASES = [
         W,
         {"event": "contact.created"},
     ),
+    # templates, segments, sending domains
+    Case("get-template", "GET", "/api/v1/templates/{id}", "/api/v1/templates/{a_template}", TP),
+    Case(
+        "patch-template",
+        "PATCH",
+        "/api/v1/templates/{id}",
+        "/api/v1/templates/{a_template}",
+        TP,
+        {"name": "Hacked"},
+    ),
+    Case(
+        "delete-template", "DELETE", "/api/v1/templates/{id}", "/api/v1/templates/{a_template}", TP
+    ),
+    Case(
+        "preview-template",
+        "POST",
+        "/api/v1/templates/{id}/preview",
+        "/api/v1/templates/{a_template}/preview",
+        TP,
+        {},
+    ),
+    Case(
+        "preview-own-template-as-foreign-contact",
+        "POST",
+        "/api/v1/templates/{id}/preview",
+        "/api/v1/templates/{b_template}/preview",
+        C,
+        {"contact_id": "{a_contact}"},
+    ),
+    Case("get-segment", "GET", "/api/v1/segments/{id}", "/api/v1/segments/{a_segment}", SG),
+    Case(
+        "patch-segment",
+        "PATCH",
+        "/api/v1/segments/{id}",
+        "/api/v1/segments/{a_segment}",
+        SG,
+        {"name": "Hacked"},
+    ),
+    Case("delete-segment", "DELETE", "/api/v1/segments/{id}", "/api/v1/segments/{a_segment}", SG),
+    Case(
+        "preview-segment",
+        "GET",
+        "/api/v1/segments/{id}/preview",
+        "/api/v1/segments/{a_segment}/preview",
+        SG,
+    ),
+    Case("get-domain", "GET", "/api/v1/domains/{id}", "/api/v1/domains/{a_domain}", D),
+    Case("delete-domain", "DELETE", "/api/v1/domains/{id}", "/api/v1/domains/{a_domain}", D),
+    Case(
+        "verify-domain",
+        "POST",
+        "/api/v1/domains/{id}/verify",
+        "/api/v1/domains/{a_domain}/verify",
+        D,
+    ),
+    # campaigns and transactional mail
+    Case("get-campaign", "GET", "/api/v1/campaigns/{id}", "/api/v1/campaigns/{a_campaign}", CP),
+    Case(
+        "patch-campaign",
+        "PATCH",
+        "/api/v1/campaigns/{id}",
+        "/api/v1/campaigns/{a_campaign}",
+        CP,
+        {"subject": "Hacked"},
+    ),
+    Case(
+        "delete-campaign", "DELETE", "/api/v1/campaigns/{id}", "/api/v1/campaigns/{a_campaign}", CP
+    ),
+    Case(
+        "send-campaign",
+        "POST",
+        "/api/v1/campaigns/{id}/send",
+        "/api/v1/campaigns/{a_campaign}/send",
+        CP,
+    ),
+    Case(
+        "schedule-campaign",
+        "POST",
+        "/api/v1/campaigns/{id}/schedule",
+        "/api/v1/campaigns/{a_campaign}/schedule",
+        CP,
+        {"send_at": "2099-01-01T00:00:00Z"},
+    ),
+    Case(
+        "cancel-campaign",
+        "POST",
+        "/api/v1/campaigns/{id}/cancel",
+        "/api/v1/campaigns/{a_campaign}/cancel",
+        CP,
+    ),
+    Case(
+        "duplicate-campaign",
+        "POST",
+        "/api/v1/campaigns/{id}/duplicate",
+        "/api/v1/campaigns/{a_campaign}/duplicate",
+        CP,
+    ),
+    Case(
+        "test-campaign",
+        "POST",
+        "/api/v1/campaigns/{id}/test",
+        "/api/v1/campaigns/{a_campaign}/test",
+        CP,
+        {"emails": ["own@mailtest.io"]},
+    ),
+    Case(
+        "campaign-recipients",
+        "GET",
+        "/api/v1/campaigns/{id}/recipients",
+        "/api/v1/campaigns/{a_campaign}/recipients",
+        CP,
+    ),
+    Case("get-message", "GET", "/api/v1/send/{id}", "/api/v1/send/{a_message}", MS),
 ]
 
 
@@ -323,7 +438,83 @@ async def world(client, factory) -> World:
             201,
         )
     )["file"]
+    a_template = (
+        await _ok(
+            await client.post(
+                "/api/v1/templates",
+                json={"name": "Secret template", "subject": "Secret subject", "html_content": "x"},
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["template"]
+    b_template = (
+        await _ok(
+            await client.post("/api/v1/templates", json={"name": "Own"}, headers=b.headers), 201
+        )
+    )["template"]
+    a_segment = (
+        await _ok(
+            await client.post(
+                "/api/v1/segments",
+                json={
+                    "name": "Secret segment",
+                    "rules": {
+                        "match": "all",
+                        "conditions": [{"field": "tags", "op": "has_any", "value": [a_tag["id"]]}],
+                    },
+                },
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["segment"]
+    a_domain = (
+        await _ok(
+            await client.post(
+                "/api/v1/domains", json={"domain": "secret-shop.example"}, headers=a.headers
+            ),
+            201,
+        )
+    )["domain"]
+    a_campaign = (
+        await _ok(
+            await client.post(
+                "/api/v1/campaigns",
+                json={
+                    "name": "Secret campaign",
+                    "subject": "Secret subject",
+                    "from_email": "news@secret-shop.example",
+                    "html_content": "<p>Secret</p>",
+                    "audience": {"list_ids": [a_list["id"]]},
+                },
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["campaign"]
+    await _ok(
+        await client.patch(
+            "/api/v1/sending", json={"from_email": "news@secret-shop.example"}, headers=a.headers
+        )
+    )
+    a_message = (
+        await _ok(
+            await client.post(
+                "/api/v1/send",
+                json={"contact_id": a_contact["id"], "subject": "Secret", "text_content": "x"},
+                headers=a.headers,
+            ),
+            202,
+        )
+    )["message"]
     ids = {
+        "a_template": a_template["id"],
+        "b_template": b_template["id"],
+        "a_segment": a_segment["id"],
+        "a_domain": a_domain["id"],
+        "a_campaign": a_campaign["id"],
+        "a_message": a_message["id"],
         "a_hook": a_hook["id"],
         "a_media": a_media["id"],
         "a_contact": a_contact["id"],
@@ -336,6 +527,8 @@ async def world(client, factory) -> World:
     }
     secrets = [a_contact["id"], a_tag["id"], a_list["id"], "victim@mailtest.io", "Vicky", "gold"]
     secrets += ["Secret VIP", "Secret list", a.workspace_id, "whsec_recorder", a_hook["url"]]
+    secrets += ["Secret template", "Secret subject", "Secret segment", "secret-shop.example"]
+    secrets += ["Secret campaign", a_message["id"]]
     return World(a, b, ids, secrets)
 
 
@@ -364,6 +557,18 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "webhooks": "/api/v1/webhooks",
         "hook_deliveries": f"/api/v1/webhooks/{ids['a_hook']}/deliveries",
         "media": "/api/v1/media",
+        "template": f"/api/v1/templates/{ids['a_template']}",
+        "segment": f"/api/v1/segments/{ids['a_segment']}",
+        "segment_preview": f"/api/v1/segments/{ids['a_segment']}/preview",
+        "domain": f"/api/v1/domains/{ids['a_domain']}",
+        "campaign": f"/api/v1/campaigns/{ids['a_campaign']}",
+        "recipients": f"/api/v1/campaigns/{ids['a_campaign']}/recipients",
+        "message": f"/api/v1/send/{ids['a_message']}",
+        "sending": "/api/v1/sending",
+        "templates": "/api/v1/templates",
+        "segments": "/api/v1/segments",
+        "domains": "/api/v1/domains",
+        "campaigns": "/api/v1/campaigns",
     }
     state: dict[str, Any] = {}
     for name, path in reads.items():

@@ -163,8 +163,8 @@ def parse_send_at(value: Any, now: datetime) -> datetime:
 
 async def schedule(ctx: Context, campaign_id: str, send_at: Any) -> Campaign:
     now = utcnow()
+    campaign = await get_campaign(ctx, campaign_id)  # an unknown id is 404 whatever the body
     moment = parse_send_at(send_at, now)
-    campaign = await get_campaign(ctx, campaign_id)
     if campaign.status not in EDITABLE:
         raise _not_now(campaign, "scheduled")
     await _ready(ctx, campaign)
@@ -242,6 +242,7 @@ async def duplicate(ctx: Context, campaign_id: str) -> Campaign:
 async def test(ctx: Context, campaign_id: str, emails: Any) -> int:
     """Send the campaign now to 1-5 addresses, subject prefixed `[Test]`. Counted against the
     month's allowance, not the hourly ceiling. No transaction is open while it sends."""
+    campaign = await get_campaign(ctx, campaign_id)
     if emails is None:
         raise ApiError(400, "emails is required")
     if not isinstance(emails, list) or not emails:
@@ -251,7 +252,6 @@ async def test(ctx: Context, campaign_id: str, emails: Any) -> int:
     addresses = list(
         dict.fromkeys(clean_address(f"emails[{i}]", e, required=True) for i, e in enumerate(emails))
     )
-    campaign = await get_campaign(ctx, campaign_id)
     await sending.ensure_not_paused(ctx)
     if not (campaign.html_content.strip() or campaign.text_content.strip()):
         raise ApiError(422, "Campaign is not ready to send: it has no HTML or text content")

@@ -390,6 +390,62 @@ async def _delete_a_contact(w: World) -> None:
     await w.ok("DELETE", f"/api/v1/contacts/{made['contact']['id']}")
 
 
+async def _make_template(w: World) -> None:
+    made = await w.ok(
+        "POST", "/api/v1/templates", 201, json={"name": "T", "subject": "Hi", "html_content": "x"}
+    )
+    w.extra["template"] = made["template"]["id"]
+
+
+async def _make_segment(w: World) -> None:
+    rules = {"match": "all", "conditions": [{"field": "email", "op": "contains", "value": "a"}]}
+    made = await w.ok("POST", "/api/v1/segments", 201, json={"name": "S", "rules": rules})
+    w.extra["segment"] = made["segment"]["id"]
+
+
+async def _make_domain(w: World) -> None:
+    made = await w.ok("POST", "/api/v1/domains", 201, json={"domain": "news.acme.io"})
+    w.extra["domain"] = made["domain"]["id"]
+
+
+_RULES = {"match": "all", "conditions": [{"field": "email", "op": "contains", "value": "acme"}]}
+CAMPAIGN = {
+    "name": "C",
+    "subject": "Hi",
+    "from_email": "news@acme.io",
+    "html_content": "<p>Hello</p>",
+}
+
+
+async def _make_campaign(w: World) -> None:
+    body = {**CAMPAIGN, "audience": {"list_ids": [w.lists["News"]]}}
+    made = await w.ok("POST", "/api/v1/campaigns", 201, json=body)
+    w.extra["campaign"] = made["campaign"]["id"]
+
+
+async def _send_campaign(w: World) -> None:
+    await _make_campaign(w)
+    await w.ok("POST", f"/api/v1/campaigns/{w.extra['campaign']}/send", 202)
+
+
+def _soon() -> str:
+    from datetime import UTC, datetime, timedelta
+
+    return (datetime.now(UTC) + timedelta(days=1)).isoformat()
+
+
+async def _identity(w: World) -> None:
+    await w.ok("PATCH", "/api/v1/sending", json={"from_email": "news@acme.io"})
+
+
+async def _paused(w: World) -> None:
+    await w.ok("POST", "/api/v1/sending/pause")
+
+
+def _campaign(w: World) -> str:
+    return str(w.extra["campaign"])
+
+
 NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]], Any]] = {
     "POST /api/v1/tags": (lambda w: w.call("POST", "/api/v1/tags", json={"name": "new"}), None),
     "PATCH /api/v1/tags/{id}": (
@@ -453,6 +509,112 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
         lambda w: w.call("DELETE", f"/api/v1/media/{w.extra['media']}"),
         _upload_image,
     ),
+    # Templates, segments and domains are not contacts.
+    "POST /api/v1/templates": (
+        lambda w: w.call("POST", "/api/v1/templates", json={"name": "New"}),
+        None,
+    ),
+    "PATCH /api/v1/templates/{id}": (
+        lambda w: w.call(
+            "PATCH", f"/api/v1/templates/{w.extra['template']}", json={"subject": "Hello"}
+        ),
+        _make_template,
+    ),
+    "DELETE /api/v1/templates/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/templates/{w.extra['template']}"),
+        _make_template,
+    ),
+    "POST /api/v1/templates/{id}/preview": (
+        lambda w: w.call(
+            "POST",
+            f"/api/v1/templates/{w.extra['template']}/preview",
+            json={"contact_id": w.id("a@acme.io")},
+        ),
+        _make_template,
+    ),
+    "POST /api/v1/segments": (
+        lambda w: w.call(
+            "POST",
+            "/api/v1/segments",
+            json={"name": "New", "rules": _RULES},
+        ),
+        None,
+    ),
+    "POST /api/v1/segments/preview": (
+        lambda w: w.call("POST", "/api/v1/segments/preview", json={"rules": _RULES}),
+        None,
+    ),
+    "PATCH /api/v1/segments/{id}": (
+        lambda w: w.call("PATCH", f"/api/v1/segments/{w.extra['segment']}", json={"name": "S2"}),
+        _make_segment,
+    ),
+    "DELETE /api/v1/segments/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/segments/{w.extra['segment']}"),
+        _make_segment,
+    ),
+    "POST /api/v1/domains": (
+        lambda w: w.call("POST", "/api/v1/domains", json={"domain": "mail.acme.io"}),
+        None,
+    ),
+    "DELETE /api/v1/domains/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/domains/{w.extra['domain']}"),
+        _make_domain,
+    ),
+    "POST /api/v1/domains/{id}/verify": (
+        lambda w: w.call("POST", f"/api/v1/domains/{w.extra['domain']}/verify"),
+        _make_domain,
+    ),
+    # Campaigns and sends change contacts later, in the engine (bounces), never in the request.
+    "POST /api/v1/campaigns": (
+        lambda w: w.call("POST", "/api/v1/campaigns", json=CAMPAIGN),
+        None,
+    ),
+    "PATCH /api/v1/campaigns/{id}": (
+        lambda w: w.call("PATCH", f"/api/v1/campaigns/{_campaign(w)}", json={"subject": "Yo"}),
+        _make_campaign,
+    ),
+    "DELETE /api/v1/campaigns/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/campaigns/{_campaign(w)}"),
+        _make_campaign,
+    ),
+    "POST /api/v1/campaigns/{id}/send": (
+        lambda w: w.call("POST", f"/api/v1/campaigns/{_campaign(w)}/send"),
+        _make_campaign,
+    ),
+    "POST /api/v1/campaigns/{id}/schedule": (
+        lambda w: w.call(
+            "POST", f"/api/v1/campaigns/{_campaign(w)}/schedule", json={"send_at": _soon()}
+        ),
+        _make_campaign,
+    ),
+    "POST /api/v1/campaigns/{id}/cancel": (
+        lambda w: w.call("POST", f"/api/v1/campaigns/{_campaign(w)}/cancel"),
+        _send_campaign,
+    ),
+    "POST /api/v1/campaigns/{id}/duplicate": (
+        lambda w: w.call("POST", f"/api/v1/campaigns/{_campaign(w)}/duplicate"),
+        _make_campaign,
+    ),
+    "POST /api/v1/campaigns/{id}/test": (
+        lambda w: w.call(
+            "POST", f"/api/v1/campaigns/{_campaign(w)}/test", json={"emails": ["a@acme.io"]}
+        ),
+        _make_campaign,
+    ),
+    "POST /api/v1/send": (
+        lambda w: w.call(
+            "POST",
+            "/api/v1/send",
+            json={"to": "a@acme.io", "subject": "Receipt", "text_content": "Thanks"},
+        ),
+        _identity,
+    ),
+    "PATCH /api/v1/sending": (
+        lambda w: w.call("PATCH", "/api/v1/sending", json={"from_name": "Acme"}),
+        None,
+    ),
+    "POST /api/v1/sending/pause": (lambda w: w.call("POST", "/api/v1/sending/pause"), None),
+    "POST /api/v1/sending/resume": (lambda w: w.call("POST", "/api/v1/sending/resume"), _paused),
 }
 
 

@@ -16,9 +16,11 @@ from rich.console import Console
 
 from mailroom import API_VERSION, __version__
 from mailroom.accounts import service as accounts_service
+from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.db import Database
 from mailroom.migrations import upgrade
+from mailroom.sending import service as sending_service
 from mailroom.settings import Settings, get_settings
 
 T = TypeVar("T")
@@ -245,6 +247,58 @@ def set_plan(
 
     result = _run(lambda: _with_db(work))
     _emit(result, as_json, f"Account {result['account_id']} is now on the {result['plan']} plan")
+
+
+def _sending_state(row: Any) -> dict[str, Any]:
+    return {
+        "paused": row.paused,
+        "paused_by": row.paused_by,
+        "reason": row.pause_reason,
+        "note": row.pause_note,
+        "paused_at": row.paused_at.isoformat() if row.paused_at else None,
+    }
+
+
+@admin_app.command("pause-sending")
+def pause_sending(
+    workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why (kept as the pause's note, shown to the owner).")
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Stop a workspace's sending as the operator (e.g. abuse): nothing of it is claimed,
+    `/send` and campaign starts are refused 403, and its keys cannot resume it. Fires
+    `workspace.paused`. A pause the workspace made itself becomes the operator's."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            principal = await accounts_service.principal_for_workspace(session, workspace_id)
+            ctx = Context(session, principal, get_settings())
+            row = await sending_service.pause(ctx, by="operator", reason="operator", note=reason)
+            return {"workspace_id": workspace_id, **_sending_state(row)}
+
+    result = _run(lambda: _with_db(work))
+    _emit(result, as_json, f"Sending of workspace {workspace_id} is paused by the operator")
+
+
+@admin_app.command("resume-sending")
+def resume_sending(
+    workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Lift a pause (the operator's, the workspace's or the health check's). Fires
+    `workspace.resumed`; queued messages go out again."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            principal = await accounts_service.principal_for_workspace(session, workspace_id)
+            ctx = Context(session, principal, get_settings())
+            row = await sending_service.resume(ctx, by="operator")
+            return {"workspace_id": workspace_id, **_sending_state(row)}
+
+    result = _run(lambda: _with_db(work))
+    _emit(result, as_json, f"Sending of workspace {workspace_id} is resumed")
 
 
 @admin_app.command("demo")

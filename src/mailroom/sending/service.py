@@ -136,9 +136,10 @@ async def pause(
     ctx: Context, *, by: str = "workspace", reason: str = "workspace", note: str | None = None
 ) -> SendingSettings:
     """Stop claiming this workspace's messages (campaigns stay `sending`); `workspace.paused`.
-    Pausing again keeps the first pause (an operator's pause is never taken over)."""
+    Pausing again keeps the first pause, except that the operator's takes over any other
+    (and is never taken over)."""
     row = await settings_of(ctx, for_update=True)
-    if row.paused:
+    if row.paused and (row.paused_by == "operator" or by != "operator"):
         return row
     now = utcnow()
     row.paused, row.paused_by, row.pause_reason = True, by, reason

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
 from mailroom.contacts import fields as check
-from mailroom.contacts import memberships, selection
+from mailroom.contacts import memberships, selection, send_history
 from mailroom.contacts.query import ContactFilter, conditions, counts_suffice, order_by
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -442,12 +442,13 @@ async def delete_contact(ctx: Context, contact_id: str, mode: str) -> None:
         erase=erase,
         email_hash=contact.email_hash,
     )
+    one = await selection.select_contacts(ctx, [contact.id], None)
     if await memberships.removal_wanted(ctx):
-        one = await selection.select_contacts(ctx, [contact.id], None)
         await memberships.drop_all_memberships(ctx, one, erased=erase)
-        await selection.release(ctx, one)
     else:
         await ctx.session.execute(delete(ContactTag).where(ContactTag.contact_id == contact.id))
         await ctx.session.execute(delete(ListMember).where(ListMember.contact_id == contact.id))
+    await send_history.anonymise(ctx, one, erase=erase)
+    await selection.release(ctx, one)
     await ctx.session.execute(delete(Contact).where(Contact.id == contact.id))
     await events.emit(ctx, "contact.deleted", {"contact": snapshot, "mode": mode})

@@ -136,6 +136,11 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "a key declared in the custom-field registry takes values of its type",
     ),
     (
+        r"POST /api/v1/.*",
+        r"^(Idempotency-Key reused with a different request|A request with this Idempotency-Key)",
+        "a key names the first request made with it, which only the service remembers",
+    ),
+    (
         r"(POST /api/v1/segments(/preview)?|PATCH /api/v1/segments/\{id\})",
         r"^(conditions\[\d+\]\.)+value(\[\d+\])?: (Tag|List) not found$",
         "tag and list ids must name rows of this workspace",

@@ -98,6 +98,19 @@ def _document_query_rules(operation: dict[str, Any]) -> None:
             schema["pattern"] = NO_NUL
 
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Any string of yours (1-255 printable ASCII characters), e.g. a UUID. A "
+    "retry with the same key within 24 hours answers the first response again (same status, "
+    "identical body) without doing the work twice; the same key with a different request is "
+    "409 `Idempotency-Key reused with a different request`. Keys are per workspace; a "
+    "refused (4xx) request leaves no key.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
+}
+
+
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -137,6 +150,10 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 "x-read-only"
             ):
                 responses.setdefault("429", _error_response(429))
+            if method.upper() == "POST":
+                operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+                responses.setdefault("400", _error_response(400))  # a malformed key
+                responses.setdefault("409", _error_response(409))
             operation["responses"] = dict(sorted(responses.items()))
     app.openapi_schema = schema
     return schema

@@ -34,7 +34,7 @@ from mailroom.db import Database
 from mailroom.domains import dkim, dns, keys
 from mailroom.domains.schemas import MAX_DOMAIN
 from mailroom.events import service as events
-from mailroom.models import SendingDomain
+from mailroom.models import Campaign, SendingDomain, SendingSettings
 from mailroom.named import Named
 from mailroom.settings import Settings
 
@@ -156,14 +156,25 @@ async def delete_domain(ctx: Context, domain_id: str) -> None:
 
 
 async def refuse_if_sending(ctx: Context, domain: SendingDomain) -> None:
-    """409 `IN_USE` while a scheduled or sending campaign sends from `domain`.
-
-    THE NEXT ISSUE FILLS THIS IN: campaigns do not exist yet, so nothing refuses today. The
-    campaign service is to provide the query (a scheduled or sending campaign of this
-    workspace whose sending domain is `domain.id`) and this function raises
-    `ApiError(409, IN_USE, campaign_id=...)` when it finds one. DELETE already documents 409.
-    """
-    return None
+    """409 `IN_USE` while a scheduled or sending campaign sends from `domain` (its own
+    `from_email`, or the workspace's sender identity when it names none)."""
+    active = (
+        await ctx.session.execute(
+            select(Campaign.id, Campaign.from_email).where(
+                Campaign.workspace_id == ctx.workspace_id,
+                Campaign.status.in_(("scheduled", "sending")),
+            )
+        )
+    ).all()
+    if not active:
+        return
+    identity = await ctx.session.scalar(
+        select(SendingSettings.from_email).where(SendingSettings.workspace_id == ctx.workspace_id)
+    )
+    for campaign_id, from_email in active:
+        sender = from_email or identity or ""
+        if sender.rpartition("@")[2].lower() == domain.domain:
+            raise ApiError(409, IN_USE, campaign_id=campaign_id)
 
 
 def records_of(ctx: Context, domain: SendingDomain) -> list[dict[str, Any]]:

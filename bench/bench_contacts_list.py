@@ -21,7 +21,7 @@ FIRST = ["anna", "bob", "carla", "dmitri", "eve", "farid", "gina", "hugo", "ines
 LAST = ["smith", "garcia", "müller", "rossi", "dubois", "kowalski", "silva", "jensen"]
 
 
-async def seed(db, workspace_id: str) -> str:
+async def seed(db, workspace_id: str, contacts: int = CONTACTS) -> str:
     rng = random.Random(7)
     now = utcnow()
     tag_id = new_id()
@@ -39,8 +39,8 @@ async def seed(db, workspace_id: str) -> str:
         )
     batch: list[dict] = []
     tags: list[dict] = []
-    for i in range(CONTACTS):
-        created = now - timedelta(seconds=CONTACTS - i)
+    for i in range(contacts):
+        created = now - timedelta(seconds=contacts - i)
         status = "subscribed" if i % 20 else rng.choice(["unsubscribed", "bounced"])
         email = f"{rng.choice(FIRST)}.{rng.choice(LAST)}{i}@example{i % 50}.com"
         contact_id = new_id()

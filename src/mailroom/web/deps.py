@@ -100,14 +100,16 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
             # The request's Idempotency-Key commits with its work, or neither does.
             key = idempotency.reservation(request.scope.get("state", {}), principal)
             if key is not None:
+                # The work's own conflicts surface first, as themselves; what fails after is
+                # the key: an identical request (another process) reserved it first, and this
+                # one's work is taken back.
+                await session.flush()
                 session.add(key)
-        try:
-            await session.commit()
-        except IntegrityError:
-            if key is None:
-                raise
-            # An identical request committed the key first: this one's work is taken back.
-            raise ApiError(409, idempotency.IN_PROGRESS) from None
+                try:
+                    await session.flush()
+                except IntegrityError:
+                    raise ApiError(409, idempotency.IN_PROGRESS) from None
+        await session.commit()
         request.state.audit_recorded = True
         if key is not None:
             request.scope["state"][idempotency.RESERVED] = True

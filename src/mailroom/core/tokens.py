@@ -86,7 +86,9 @@ def read(secret: str, purpose: str, token: str) -> list[str] | None:
     if not token or len(token) > 1024:
         return None
     raw = _unb64(token)
-    if raw is None or len(raw) <= MAC_BYTES:
+    # Only the one spelling `sign` makes: base64 leaves spare bits in the last character (and
+    # decoding ignores `=`), so other spellings of the same bytes would pass the MAC.
+    if raw is None or len(raw) <= MAC_BYTES or _b64(raw) != token:
         return None
     payload, mac = raw[:-MAC_BYTES], raw[-MAC_BYTES:]
     expected = hmac.digest(derive_key(secret, purpose), payload, hashlib.sha256)[:MAC_BYTES]
@@ -112,8 +114,8 @@ def read_short(secret: str, purpose: str, token: str) -> str | None:
         raw = base64.b32decode(text + "=" * (-len(text) % 8))
     except (ValueError, TypeError):
         return None
-    if len(raw) != 16 + SHORT_MAC_BYTES:
-        return None
+    if len(raw) != 16 + SHORT_MAC_BYTES or base64.b32encode(raw).decode().rstrip("=") != text:
+        return None  # another spelling of the same bytes (spare bits, padding)
     payload, mac = raw[:16], raw[16:]
     expected = hmac.digest(derive_key(secret, purpose), payload, hashlib.sha256)
     if not hmac.compare_digest(mac, expected[:SHORT_MAC_BYTES]):

@@ -259,27 +259,53 @@ def _sending_state(row: Any) -> dict[str, Any]:
     }
 
 
+async def _sending_switch(
+    db: Database, workspace_id: str, change: Callable[[Context], Awaitable[Any]]
+) -> dict[str, Any]:
+    """Run `change` on the workspace's sending in one transaction; its state before and after."""
+    async with db.transaction() as session:
+        principal = await accounts_service.principal_for_workspace(session, workspace_id)
+        ctx = Context(session, principal, get_settings())
+        before = _sending_state(await sending_service.settings_of(ctx))
+        row = await change(ctx)
+        return {"workspace_id": workspace_id, **_sending_state(row), "before": before}
+
+
 @admin_app.command("pause-sending")
 def pause_sending(
     workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
     reason: Annotated[
-        str, typer.Option("--reason", help="Why (kept as the pause's note, shown to the owner).")
+        str,
+        typer.Option(
+            "--reason",
+            help="Why, in a line (up to 500 characters). Kept as the pause's `note`; the "
+            "workspace reads it in GET /api/v1/sending and in every 403.",
+        ),
     ],
     as_json: JsonFlag = False,
 ) -> None:
-    """Stop a workspace's sending as the operator (e.g. abuse): nothing of it is claimed,
-    `/send` and campaign starts are refused 403, and its keys cannot resume it. Fires
-    `workspace.paused`. A pause the workspace made itself becomes the operator's."""
+    """Stop a workspace's sending as the operator (abuse, complaints, unpaid bills).
 
-    async def work(db: Database) -> dict[str, Any]:
-        async with db.transaction() as session:
-            principal = await accounts_service.principal_for_workspace(session, workspace_id)
-            ctx = Context(session, principal, get_settings())
-            row = await sending_service.pause(ctx, by="operator", reason="operator", note=reason)
-            return {"workspace_id": workspace_id, **_sending_state(row)}
+    Nothing of the workspace is claimed (campaigns stay `sending`, their queue waits), `/send`
+    and campaign starts are refused 403 with the reason, and its API keys cannot resume it.
+    Fires `workspace.paused`. A pause the workspace or the health check made becomes the
+    operator's; pausing again replaces the reason only. With --json prints
+    {"workspace_id", "paused", "paused_by", "reason", "note", "paused_at"}.
+    """
 
-    result = _run(lambda: _with_db(work))
-    _emit(result, as_json, f"Sending of workspace {workspace_id} is paused by the operator")
+    async def change(ctx: Context) -> Any:
+        return await sending_service.pause(ctx, by="operator", reason="operator", note=reason)
+
+    result = _run(lambda: _with_db(lambda db: _sending_switch(db, workspace_id, change)))
+    before = result.pop("before")
+    if before["paused_by"] == "operator":
+        human = f"Sending of workspace {workspace_id} was already paused by the operator"
+        human += f" (since {before['paused_at']}); reason now: {result['note']}"
+    else:
+        human = f"Sending of workspace {workspace_id} is paused by the operator: {result['note']}"
+        if before["paused"]:
+            human += f" (it was paused by {before['paused_by']})"
+    _emit(result, as_json, human)
 
 
 @admin_app.command("resume-sending")
@@ -287,18 +313,21 @@ def resume_sending(
     workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Lift a pause (the operator's, the workspace's or the health check's). Fires
-    `workspace.resumed`; queued messages go out again."""
+    """Lift a workspace's pause, whoever made it (the operator, the workspace or the health
+    check). Fires `workspace.resumed`; its queued messages go out again. Not paused: nothing
+    changes. With --json prints the same fields as pause-sending."""
 
-    async def work(db: Database) -> dict[str, Any]:
-        async with db.transaction() as session:
-            principal = await accounts_service.principal_for_workspace(session, workspace_id)
-            ctx = Context(session, principal, get_settings())
-            row = await sending_service.resume(ctx, by="operator")
-            return {"workspace_id": workspace_id, **_sending_state(row)}
+    async def change(ctx: Context) -> Any:
+        return await sending_service.resume(ctx, by="operator")
 
-    result = _run(lambda: _with_db(work))
-    _emit(result, as_json, f"Sending of workspace {workspace_id} is resumed")
+    result = _run(lambda: _with_db(lambda db: _sending_switch(db, workspace_id, change)))
+    before = result.pop("before")
+    if before["paused"]:
+        human = f"Sending of workspace {workspace_id} is resumed (was paused by "
+        human += f"{before['paused_by']} since {before['paused_at']})"
+    else:
+        human = f"Sending of workspace {workspace_id} was not paused; nothing changed"
+    _emit(result, as_json, human)
 
 
 @admin_app.command("demo")

@@ -79,8 +79,8 @@ async def test_the_operators_pause_cannot_be_lifted_with_a_key(client, db, ws, c
         "spam complaints",
     )
     message = (
-        "Sending is paused for this account by the operator: spam complaints. "
-        "Only the operator can resume it."
+        "Sending is paused for this account by the operator of this service (spam complaints). "
+        "An API key cannot resume it: contact the operator."
     )
     shown = (await ok(await client.get("/api/v1/sending", headers=ws.headers)))["sending"]
     assert (shown["paused_by"], shown["reason"]) == ("operator", "operator")
@@ -91,7 +91,9 @@ async def test_the_operators_pause_cannot_be_lifted_with_a_key(client, db, ws, c
 
     done = run_cli("admin", "resume-sending", ws.workspace_id, env=cli_env)
     assert done.returncode == 0, done.stderr
-    assert "resumed" in done.stdout
+    assert "is resumed (was paused by operator" in " ".join(done.stdout.split())
+    again = run_cli("admin", "resume-sending", ws.workspace_id, env=cli_env)
+    assert "was not paused; nothing changed" in " ".join(again.stdout.split())
     await ok(await client.post("/api/v1/send", json=SEND, headers=ws.headers), 202)
     paused = await events_of(db, ws.workspace_id, "workspace.paused")
     assert [e.data["paused_by"] for e in paused] == ["workspace", "operator"]
@@ -104,3 +106,30 @@ async def test_an_unknown_workspace_is_a_clear_error(cli_env):
     done = run_cli("admin", "pause-sending", "nope", "--reason", "x", env=cli_env)
     assert done.returncode != 0
     assert "Workspace not found" in done.stdout + done.stderr
+
+
+async def test_pausing_again_replaces_the_reason_only(client, db, ws, cli_env):
+    await _ready(client, ws)
+    first = run_cli("admin", "pause-sending", ws.workspace_id, "--reason", "abuse", env=cli_env)
+    assert first.returncode == 0, first.stderr
+    since = (await ok(await client.get("/api/v1/sending", headers=ws.headers)))["sending"]
+    second = run_cli(
+        "admin", "pause-sending", ws.workspace_id, "--reason", "unpaid   invoice\n", env=cli_env
+    )
+    assert second.returncode == 0, second.stderr
+    assert "was already paused by the operator" in " ".join(second.stdout.split())
+    shown = (await ok(await client.get("/api/v1/sending", headers=ws.headers)))["sending"]
+    assert (shown["note"], shown["paused_at"]) == ("unpaid invoice", since["paused_at"])
+    assert len(await events_of(db, ws.workspace_id, "workspace.paused")) == 1
+
+
+async def test_the_reason_is_required_and_bounded(client, ws, cli_env):
+    await _ready(client, ws)
+    blank = run_cli("admin", "pause-sending", ws.workspace_id, "--reason", "  ", env=cli_env)
+    assert blank.returncode != 0
+    assert "needs a reason" in " ".join((blank.stdout + blank.stderr).split())
+    long = run_cli("admin", "pause-sending", ws.workspace_id, "--reason", "x" * 501, env=cli_env)
+    assert long.returncode != 0
+    assert "500 characters or fewer" in " ".join((long.stdout + long.stderr).split())
+    shown = (await ok(await client.get("/api/v1/sending", headers=ws.headers)))["sending"]
+    assert shown["paused"] is False

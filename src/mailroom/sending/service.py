@@ -21,6 +21,7 @@ from mailroom.sending import limits
 PAUSED_BY = ("workspace", "operator", "health")
 REASONS = ("workspace", "operator", "bounce_rate", "complaint_rate")
 MAX_FROM_NAME = 100
+MAX_NOTE = 500
 
 
 async def settings_of(ctx: Context, *, for_update: bool = False) -> SendingSettings:
@@ -39,11 +40,11 @@ async def settings_of(ctx: Context, *, for_update: bool = False) -> SendingSetti
 def paused_error(row: SendingSettings) -> ApiError:
     """403 `Sending is paused for this account...`, saying by whom and what to do."""
     if row.paused_by == "operator":
-        note = f": {row.pause_note}" if row.pause_note else ""
+        note = f" ({row.pause_note.rstrip('. ')})" if row.pause_note else ""
         return ApiError(
             403,
-            f"Sending is paused for this account by the operator{note}. "
-            "Only the operator can resume it.",
+            f"Sending is paused for this account by the operator of this service{note}. "
+            "An API key cannot resume it: contact the operator.",
         )
     if row.paused_by == "health":
         what = "complaint" if row.pause_reason == "complaint_rate" else "bounce"
@@ -132,13 +133,32 @@ async def _workspace_name(ctx: Context) -> str:
     return str(name or "")
 
 
+def clean_note(value: str | None) -> str | None:
+    """The operator's `--reason`: one line of at most MAX_NOTE characters (the workspace reads
+    it in the 403 message and `GET /api/v1/sending`)."""
+    text = " ".join((value or "").split())
+    if len(text) > MAX_NOTE:
+        raise ApiError(400, f"The pause's reason must be {MAX_NOTE} characters or fewer")
+    return text or None
+
+
 async def pause(
     ctx: Context, *, by: str = "workspace", reason: str = "workspace", note: str | None = None
 ) -> SendingSettings:
     """Stop claiming this workspace's messages (campaigns stay `sending`); `workspace.paused`.
     Pausing again keeps the first pause, except that the operator's takes over any other
-    (and is never taken over)."""
+    (and is never taken over); the operator pausing again only replaces the note."""
+    if by not in PAUSED_BY or reason not in REASONS:
+        raise ValueError(f"unknown pause: {by}/{reason}")
+    note = clean_note(note)
+    if by == "operator" and note is None:
+        raise ApiError(400, "The operator's pause needs a reason (--reason)")
     row = await settings_of(ctx, for_update=True)
+    if row.paused and row.paused_by == "operator" and by == "operator":
+        if note != row.pause_note:
+            row.pause_note, row.updated_at = note, utcnow()
+            await ctx.session.flush()
+        return row
     if row.paused and (row.paused_by == "operator" or by != "operator"):
         return row
     now = utcnow()
@@ -150,6 +170,8 @@ async def pause(
 
 
 async def resume(ctx: Context, *, by: str = "workspace") -> SendingSettings:
+    """Lift the pause; `workspace.resumed`. A key (`by="workspace"`) lifts its own pause and the
+    health check's, never the operator's (403, the paused message). Not paused: nothing."""
     row = await settings_of(ctx, for_update=True)
     if not row.paused:
         return row

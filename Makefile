@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 2
 
 .PHONY: run test lint format bench clean venv
 

@@ -7,83 +7,36 @@ claims come back through its stale heartbeat, long before their lease."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from mailroom.core.clock import utcnow
-from mailroom.models import SendingDomain, SendLog
+from mailroom.models import SendLog
 from mailroom.sending.engine import LEASE_SECONDS
 from tests.conftest import BACKEND
-from tests.sending.helpers import campaign_body, make_list, ok
+from tests.reliability.campaign_run import send_status, start_worker, verified_campaign
+from tests.sending.helpers import ok
 from tests.sending.sink import Sink
 
 RECIPIENTS = 10_000
 RECOVERY_LIMIT = 120.0  # heartbeat staleness (~15 s) plus sending what is left
 
 
-def _start_worker(cli_env: dict[str, str], smtp_url: str) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        **cli_env,
-        "MAILROOM_SMTP_URL": smtp_url,
-        "MAILROOM_SEND_PROCESSES": "1",
-        "MAILROOM_WORKER_POLL_INTERVAL": "0.1",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "mailroom", "worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-async def _status(db, campaign_id: str) -> dict[str, int]:
-    async with db.session() as session:
-        rows = await session.execute(
-            select(SendLog.status, func.count())
-            .where(SendLog.campaign_id == campaign_id)
-            .group_by(SendLog.status)
-        )
-        return {status: int(n) for status, n in rows.all()}
-
-
 async def test_sigkill_mid_campaign_sends_everyone_with_few_duplicates(
     client, db, ws, settings, cli_env
 ):
-    news = await make_list(client, ws)
-    lines = ["email"] + [f"r{i:05d}@mailtest.io" for i in range(RECIPIENTS)]
-    imported = await client.post(
-        "/api/v1/contacts/import",
-        files={"file": ("people.csv", "\n".join(lines).encode(), "text/csv")},
-        data={"list_id": news, "check_domains": "false"},
-        headers=ws.headers,
-    )
-    assert (await ok(imported))["imported"] == RECIPIENTS
-    created = await client.post("/api/v1/campaigns", json=campaign_body(news), headers=ws.headers)
-    campaign = (await ok(created, 201))["campaign"]
-    domain = await ok(
-        await client.post("/api/v1/domains", json={"domain": "shop.example"}, headers=ws.headers),
-        201,
-    )
-    async with db.transaction() as session:
-        await session.execute(
-            update(SendingDomain)
-            .where(SendingDomain.id == domain["domain"]["id"])
-            .values(status="verified", verified_at=utcnow(), last_checked_at=utcnow())
-        )
+    campaign = await verified_campaign(client, db, ws, RECIPIENTS)
 
     with Sink.threaded() as sink:
         settings.smtp_url = sink.url  # the API's domain check now applies, as in production
         started = await client.post(f"/api/v1/campaigns/{campaign['id']}/send", headers=ws.headers)
         assert (await ok(started, 202))["campaign"]["stats"]["recipients"] == RECIPIENTS
 
-        worker = _start_worker(cli_env, sink.url)
+        worker = start_worker(cli_env, sink.url)
         try:
             deadline = time.monotonic() + 120
             while len(sink.received) < RECIPIENTS // 4 and time.monotonic() < deadline:
@@ -107,11 +60,11 @@ async def test_sigkill_mid_campaign_sends_everyone_with_few_duplicates(
                 or 0
             )
 
-        restarted = _start_worker(cli_env, sink.url)
+        restarted = start_worker(cli_env, sink.url)
         try:
             deadline = killed_at + RECOVERY_LIMIT
             while time.monotonic() < deadline:
-                status = await _status(db, campaign["id"])
+                status = await send_status(db, campaign["id"])
                 if status.get("pending", 0) == 0:
                     break
                 await asyncio.sleep(0.2)
@@ -131,7 +84,7 @@ async def test_sigkill_mid_campaign_sends_everyone_with_few_duplicates(
         f"{in_flight} rows claimed: done {recovery:.1f} s after the kill (lease "
         f"{LEASE_SECONDS} s); {duplicates} duplicates at the sink"
     )
-    assert await _status(db, campaign["id"]) == {"sent": RECIPIENTS}
+    assert await send_status(db, campaign["id"]) == {"sent": RECIPIENTS}
     assert {item.recipients[0] for item in received} == {
         f"r{i:05d}@mailtest.io" for i in range(RECIPIENTS)
     }

@@ -1,0 +1,66 @@
+"""What the sending drills share: a campaign to many imported contacts from a verified domain,
+a `mailroom worker` process sending to a sink, and the send log's count by status."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from sqlalchemy import func, select, update
+
+from mailroom.core.clock import utcnow
+from mailroom.models import SendingDomain, SendLog
+from tests.sending.helpers import campaign_body, make_list, ok
+
+
+def start_worker(cli_env: dict[str, str], smtp_url: str) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        **cli_env,
+        "MAILROOM_SMTP_URL": smtp_url,
+        "MAILROOM_SEND_PROCESSES": "1",
+        "MAILROOM_WORKER_POLL_INTERVAL": "0.1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "mailroom", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def send_status(db, campaign_id: str) -> dict[str, int]:
+    async with db.session() as session:
+        rows = await session.execute(
+            select(SendLog.status, func.count())
+            .where(SendLog.campaign_id == campaign_id)
+            .group_by(SendLog.status)
+        )
+        return {status: int(n) for status, n in rows.all()}
+
+
+async def verified_campaign(client, db, ws, recipients: int) -> dict:
+    """A campaign to `recipients` imported contacts, from a verified sending domain."""
+    news = await make_list(client, ws)
+    lines = ["email"] + [f"r{i:05d}@mailtest.io" for i in range(recipients)]
+    imported = await client.post(
+        "/api/v1/contacts/import",
+        files={"file": ("people.csv", "\n".join(lines).encode(), "text/csv")},
+        data={"list_id": news, "check_domains": "false"},
+        headers=ws.headers,
+    )
+    assert (await ok(imported))["imported"] == recipients
+    created = await client.post("/api/v1/campaigns", json=campaign_body(news), headers=ws.headers)
+    campaign = (await ok(created, 201))["campaign"]
+    domain = await ok(
+        await client.post("/api/v1/domains", json={"domain": "shop.example"}, headers=ws.headers),
+        201,
+    )
+    async with db.transaction() as session:
+        await session.execute(
+            update(SendingDomain)
+            .where(SendingDomain.id == domain["domain"]["id"])
+            .values(status="verified", verified_at=utcnow(), last_checked_at=utcnow())
+        )
+    return campaign

@@ -13,10 +13,9 @@ from __future__ import annotations
 import re
 import time
 
-from mailroom.core.emails import MAX_EMAIL_LENGTH, is_valid_email
+from mailroom.core.emails import MAX_EMAIL_LENGTH, MAX_LOCAL_LENGTH, is_valid_email
 from mailroom.core.errors import ApiError
 
-MAX_LOCAL_LENGTH = 64
 MAX_FULL_CHECKS = 1000
 # The everyday shapes (core.emails' fast path, split at the @).
 PLAIN_LOCAL = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*\Z")

@@ -31,6 +31,7 @@ from mailroom.suppressions.api import router as suppressions_router
 from mailroom.system.api import router as system_router
 from mailroom.tags.api import router as tags_router
 from mailroom.templates.api import router as templates_router
+from mailroom.tracking.api import router as tracking_router
 from mailroom.web.bodylimit import BodyLimitMiddleware
 from mailroom.web.errors import install_error_handlers
 from mailroom.web.idempotency import IdempotencyMiddleware
@@ -65,6 +66,7 @@ ROUTERS = [
     media_router,
     media_public_router,
     pages_router,
+    tracking_router,
 ]
 
 

@@ -4,12 +4,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from mailroom.campaigns import actions, service
+from mailroom.campaigns import actions, report, service
 from mailroom.campaigns.schemas import (
     CONTENT,
     CampaignCreate,
     CampaignEnvelope,
     CampaignList,
+    CampaignReportEnvelope,
     CampaignUpdate,
     Deleted,
     RecipientPage,
@@ -203,3 +204,18 @@ async def list_campaign_recipients(
 ) -> dict[str, Any]:
     rows, total = await service.recipients(ctx, id, paging)
     return {"recipients": rows, "pagination": Pagination.of(paging, total)}
+
+
+@router.get(
+    "/{id}/report",
+    response_model=CampaignReportEnvelope,
+    summary="Get a campaign's report",
+    description="Totals, unique and total opens and clicks, rates (fractions of `sent`), clicks "
+    "per link and opens/clicks per hour over the first 48 hours. Opens and clicks count people "
+    "only: requests from link scanners and prefetchers are recorded but not counted.",
+    responses=errors(404),
+)
+async def get_campaign_report(
+    id: str, ctx: Annotated[Context, use("campaigns:read")]
+) -> dict[str, Any]:
+    return {"report": await report.report(ctx, id)}

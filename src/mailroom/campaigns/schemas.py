@@ -189,3 +189,49 @@ class Recipient(BaseModel):
 class RecipientPage(BaseModel):
     recipients: list[Recipient]
     pagination: Pagination
+
+
+class ReportTotals(BaseModel):
+    recipients: int
+    sent: int
+    delivered: int
+    opened: int = Field(description="Recipients who opened (a click counts as an open).")
+    clicked: int = Field(description="Recipients who clicked.")
+    bounced: int
+    complained: int
+    unsubscribed: int
+
+
+class ReportRates(BaseModel):
+    open: float = Field(description="Unique opens over sent, 0 to 1.")
+    click: float
+    bounce: float
+    complaint: float
+    unsubscribe: float
+
+
+class ReportLink(BaseModel):
+    url: str
+    clicks: int
+    unique_clicks: int
+
+
+class ReportHour(BaseModel):
+    hour: datetime = Field(description="The start of the hour (UTC).")
+    opens: int
+    clicks: int
+
+
+class CampaignReport(BaseModel):
+    totals: ReportTotals
+    opens: int = Field(description="Every counted open, repeats included.")
+    clicks: int = Field(description="Every counted click, repeats included.")
+    rates: ReportRates
+    links: list[ReportLink]
+    hourly: list[ReportHour] = Field(
+        description="Opens and clicks per hour over the first 48 hours after the start."
+    )
+
+
+class CampaignReportEnvelope(BaseModel):
+    report: CampaignReport

@@ -18,6 +18,8 @@ MAC_BYTES = 16  # 128-bit tag: forging one is out of reach; truncated to keep UR
 SHORT_MAC_BYTES = 10  # for email local parts (VERP), which must stay under 64 characters
 _UUID = 0x01
 _TEXT = 0x02
+_LONG_TEXT = 0x03  # a part over 255 bytes (a click token's URL), 2-byte length
+MAX_LONG_PART = 2048
 
 
 def derive_key(secret: str, purpose: str) -> bytes:
@@ -36,9 +38,12 @@ def _pack(parts: tuple[str, ...]) -> bytes:
             out += bytes([_UUID]) + value.bytes
         else:
             raw = part.encode()
+            if len(raw) > MAX_LONG_PART:
+                raise ValueError(f"token parts are at most {MAX_LONG_PART} bytes")
             if len(raw) > 255:
-                raise ValueError("token parts are at most 255 bytes")
-            out += bytes([_TEXT, len(raw)]) + raw
+                out += bytes([_LONG_TEXT]) + len(raw).to_bytes(2, "big") + raw
+            else:
+                out += bytes([_TEXT, len(raw)]) + raw
     return bytes(out)
 
 
@@ -57,6 +62,15 @@ def _unpack(data: bytes) -> list[str] | None:
             except UnicodeDecodeError:
                 return None
             i += 2 + size
+        elif kind == _LONG_TEXT and i + 3 <= len(data):
+            size = int.from_bytes(data[i + 1 : i + 3], "big")
+            if i + 3 + size > len(data):
+                return None
+            try:
+                parts.append(data[i + 3 : i + 3 + size].decode())
+            except UnicodeDecodeError:
+                return None
+            i += 3 + size
         else:
             return None
     return parts
@@ -80,10 +94,10 @@ def sign(secret: str, purpose: str, *parts: str) -> str:
     return _b64(payload + mac)
 
 
-def read(secret: str, purpose: str, token: str) -> list[str] | None:
+def read(secret: str, purpose: str, token: str, *, max_length: int = 1024) -> list[str] | None:
     """The parts of a token signed for `purpose`, or None for anything else (malformed,
     altered, or made for another purpose)."""
-    if not token or len(token) > 1024:
+    if not token or len(token) > max_length:
         return None
     raw = _unb64(token)
     # Only the one spelling `sign` makes: base64 leaves spare bits in the last character (and

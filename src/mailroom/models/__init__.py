@@ -34,6 +34,7 @@ from mailroom.models.sending import (
 )
 from mailroom.models.suppressions import REASON_STRENGTH, Suppression
 from mailroom.models.templates import Template
+from mailroom.models.tracking import HIT_KINDS, TrackingHit
 from mailroom.models.webhooks import WebhookDelivery, WebhookEndpoint
 from mailroom.models.workers import WorkerProcess
 
@@ -41,6 +42,7 @@ __all__ = [
     "CAMPAIGN_STATUSES",
     "CONTACT_STATUSES",
     "DOMAIN_STATUSES",
+    "HIT_KINDS",
     "PRIORITY_AUTOMATION",
     "PRIORITY_CAMPAIGN",
     "PRIORITY_TRANSACTIONAL",
@@ -73,6 +75,7 @@ __all__ = [
     "Suppression",
     "Tag",
     "Template",
+    "TrackingHit",
     "WebhookDelivery",
     "WebhookEndpoint",
     "WorkerProcess",

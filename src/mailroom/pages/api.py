@@ -11,6 +11,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from mailroom.pages import service
 from mailroom.pages.i18n import words
+from mailroom.pages.webview import webview
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
@@ -41,7 +42,7 @@ def _page(
     return HTMLResponse(html, status_code=status, headers=HEADERS)
 
 
-def _not_found(request: Request) -> HTMLResponse:
+def not_found_page(request: Request) -> HTMLResponse:
     lang = request.headers.get("accept-language", "en")[:2]
     return _page(lang, "not_found_title", "not_found", status=404)
 
@@ -50,7 +51,7 @@ def _not_found(request: Request) -> HTMLResponse:
 async def unsubscribe_page(token: str, request: Request) -> HTMLResponse:
     found = await service.look(get_db(request), get_settings_dep(request), token)
     if found is None:
-        return _not_found(request)
+        return not_found_page(request)
     values = {"email": found.email, "workspace": found.workspace_name or "us"}
     if found.status != "subscribed":
         return _page(found.language, "done_title", "already", values)
@@ -61,7 +62,23 @@ async def unsubscribe_page(token: str, request: Request) -> HTMLResponse:
 async def unsubscribe(token: str, request: Request) -> HTMLResponse:
     done = await service.unsubscribe(get_db(request), get_settings_dep(request), token)
     if done is None:
-        return _not_found(request)
+        return not_found_page(request)
     found, already = done
     values = {"email": found.email, "workspace": found.workspace_name or "us"}
     return _page(found.language, "done_title", "already" if already else "done", values)
+
+
+# The message's own styles and images (https or inline data) and nothing else: no script, no
+# form, no frame.
+WEBVIEW_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src https: http: data:; "
+    "font-src https: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+@router.get("/v/{token}")
+async def message_webview(token: str, request: Request) -> HTMLResponse:
+    found = await webview(get_db(request), get_settings_dep(request), token)
+    if found is None:
+        return not_found_page(request)
+    return HTMLResponse(found.html, headers={**HEADERS, "Content-Security-Policy": WEBVIEW_CSP})

@@ -50,7 +50,7 @@ def preferences_url(settings: Settings, workspace_id: str, contact_id: str, row_
 
 
 def webview_url(settings: Settings, workspace_id: str, row_id: str) -> str:
-    return _link(settings, "w", WEBVIEW, workspace_id, row_id)
+    return _link(settings, "v", WEBVIEW, workspace_id, row_id)
 
 
 def list_unsubscribe(

@@ -18,6 +18,7 @@ from mailroom.domains import dkim
 from mailroom.domains.keys import KeyUnavailable
 from mailroom.sending import mime
 from mailroom.templates.render import RenderError, compile_cached, merge_context
+from mailroom.tracking import links as tracking
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Content:
     preheader: str
     html: str
     text: str
+    track_opens: bool = False  # a campaign's settings; other messages are not tracked
+    track_clicks: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class Job:
     date: datetime
     recipients: list[Recipient] = field(default_factory=list)
     subject_prefix: str = ""  # `[Test] ` for test sends
+    base_url: str = ""  # the public URL tracking links point at
 
 
 @dataclass(frozen=True)
@@ -117,13 +121,28 @@ def build(job: Job) -> list[Built]:
         except RenderError as error:
             built.append(Built(recipient.row_id, None, str(error)))
             continue
+        html = rendered.html
+        if html and (content.track_opens or content.track_clicks):
+            html = tracking.track(
+                html,
+                secret=job.secret,
+                base_url=job.base_url,
+                row_id=recipient.row_id,
+                opens=content.track_opens,
+                clicks=content.track_clicks,
+                untracked=(
+                    recipient.unsubscribe_url,
+                    recipient.preferences_url,
+                    recipient.webview_url,
+                ),
+            )
         raw = mime.build(
             mime.Message(
                 from_email=job.sender.from_email,
                 from_name=job.sender.from_name,
                 to=recipient.email,
                 subject=job.subject_prefix + rendered.subject,
-                html=rendered.html,
+                html=html,
                 text=rendered.text,
                 message_id=recipient.message_id,
                 date=job.date,

@@ -357,6 +357,7 @@ class SendEngine:
                     workspace_name=facts.workspace_names.get(row.workspace_id, ""),
                     secret=settings.resolved_secret_key,
                     date=now,
+                    base_url=settings.public_url,
                 )
                 groups[key] = job
                 prepared.jobs.append(job)
@@ -453,13 +454,17 @@ class _Facts:
                 campaign.preheader,
                 campaign.html_content,
                 campaign.text_content,
+                track_opens=campaign.track_opens,
+                track_clicks=campaign.track_clicks,
             )
             return content, campaign.from_email, campaign.from_name, campaign.reply_to
         payload = row.payload or {}
-        parts = [str(payload.get(k) or "") for k in ("subject", "preheader", "html", "text")]
-        digest = sha256("\0".join(parts).encode()).hexdigest()
+        subject, preheader, html, text = (
+            str(payload.get(k) or "") for k in ("subject", "preheader", "html", "text")
+        )
+        digest = sha256("\0".join((subject, preheader, html, text)).encode()).hexdigest()
         return (
-            Content(("content", digest), *parts),
+            Content(("content", digest), subject, preheader, html, text),
             str(payload.get("from_email") or ""),
             str(payload.get("from_name") or ""),
             str(payload.get("reply_to") or ""),

@@ -1,0 +1,109 @@
+"""A campaign's results: totals from its send log, opens and clicks from its tracking hits
+(people only: scanners' and prefetchers' requests are stored but not counted), clicks per link,
+and opens/clicks per hour over the first 48 hours after it started."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+
+from mailroom.campaigns.service import get_campaign, stats
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.models import SendLog, TrackingHit
+
+HOURS = 48
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+async def report(ctx: Context, campaign_id: str) -> dict[str, Any]:
+    campaign = await get_campaign(ctx, campaign_id)
+    counts = (await stats(ctx, [campaign.id]))[campaign.id]
+    totals = {
+        name: counts[name]
+        for name in (
+            "recipients",
+            "sent",
+            "delivered",
+            "opened",
+            "clicked",
+            "bounced",
+            "complained",
+            "unsubscribed",
+        )
+    }
+    opens, clicks = (
+        await ctx.session.execute(
+            select(
+                func.coalesce(func.sum(SendLog.open_count), 0),
+                func.coalesce(func.sum(SendLog.click_count), 0),
+            ).where(SendLog.workspace_id == ctx.workspace_id, SendLog.campaign_id == campaign.id)
+        )
+    ).one()
+    people = (
+        TrackingHit.workspace_id == ctx.workspace_id,
+        TrackingHit.campaign_id == campaign.id,
+        TrackingHit.automated.is_(False),
+    )
+    link_rows = await ctx.session.execute(
+        select(
+            TrackingHit.url,
+            func.count().label("clicks"),
+            func.count(func.distinct(TrackingHit.send_log_id)).label("unique_clicks"),
+        )
+        .where(*people, TrackingHit.kind == "click")
+        .group_by(TrackingHit.url)
+        .order_by(func.count().desc(), TrackingHit.url)
+    )
+    sent = totals["sent"]
+    return {
+        "totals": totals,
+        "opens": int(opens),
+        "clicks": int(clicks),
+        "rates": {
+            "open": _rate(totals["opened"], sent),
+            "click": _rate(totals["clicked"], sent),
+            "bounce": _rate(totals["bounced"], sent),
+            "complaint": _rate(totals["complained"], sent),
+            "unsubscribe": _rate(totals["unsubscribed"], sent),
+        },
+        "links": [
+            {"url": url, "clicks": int(n), "unique_clicks": int(unique)}
+            for url, n, unique in link_rows.all()
+        ],
+        "hourly": await _hourly(ctx, campaign.id, campaign.started_at, people),
+    }
+
+
+async def _hourly(
+    ctx: Context, campaign_id: str, started_at: datetime | None, people: tuple[Any, ...]
+) -> list[dict[str, Any]]:
+    """Every hour from the start's hour to now, at most 48, with zeros where nothing happened
+    (a chart needs the gaps)."""
+    if started_at is None:
+        return []
+    first = started_at.replace(minute=0, second=0, microsecond=0)
+    last = min(utcnow(), first + timedelta(hours=HOURS - 1))
+    rows = await ctx.session.execute(
+        select(TrackingHit.hour, TrackingHit.kind, func.count())
+        .where(*people, TrackingHit.hour >= first, TrackingHit.hour <= last)
+        .group_by(TrackingHit.hour, TrackingHit.kind)
+    )
+    found: dict[tuple[datetime, str], int] = {(hour, kind): int(n) for hour, kind, n in rows.all()}
+    out = []
+    hour = first
+    while hour <= last:
+        out.append(
+            {
+                "hour": hour,
+                "opens": found.get((hour, "open"), 0),
+                "clicks": found.get((hour, "click"), 0),
+            }
+        )
+        hour += timedelta(hours=1)
+    return out

@@ -1,0 +1,43 @@
+"""Opens and clicks: one row per request to a message's pixel or one of its links.
+
+Every request is kept, including those from link scanners and prefetchers (`automated`), so a
+report can say what was filtered; only people's requests count in the send log's
+`open_count` / `click_count` / `first_*_at` and fire events. No address or IP is stored: a
+hit names its send-log row, whose address is anonymised when the contact is deleted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mailroom.core.clock import utcnow
+from mailroom.core.dbtypes import UTCDateTime
+from mailroom.core.ids import new_id
+from mailroom.db import Base
+
+HIT_KINDS = ("open", "click")
+
+
+class TrackingHit(Base):
+    __tablename__ = "tracking_hits"
+    __table_args__ = (
+        # A campaign's report: per kind, per hour, per link.
+        Index("ix_tracking_hits_campaign_kind_hour", "campaign_id", "kind", "hour"),
+        Index("ix_tracking_hits_send_log", "send_log_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    send_log_id: Mapped[str] = mapped_column(ForeignKey("send_log.id", ondelete="CASCADE"))
+    campaign_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    kind: Mapped[str] = mapped_column(String(8))
+    link_index: Mapped[int | None] = mapped_column(Integer, default=None)
+    url: Mapped[str | None] = mapped_column(Text, default=None)
+    user_agent: Mapped[str] = mapped_column(String(300), default="")
+    automated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The start of the hour it happened in (UTC): the report groups by it on both databases.
+    hour: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,133 @@
+"""The web view `GET /v/{token}`: a message as it was sent to that contact, rendered again from
+its campaign (or its own content) with the contact's fields, its click links as in the
+email, and without the open pixel (viewing it is not an open).
+
+The token names the workspace and the send-log row; a deleted contact's message (its row is
+anonymised) or an altered token is a 404 page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from sqlalchemy import select
+
+from mailroom.core import tokens
+from mailroom.db import Database
+from mailroom.models import Campaign, Contact, SendLog, Workspace
+from mailroom.sending.addresses import WEBVIEW
+from mailroom.sending.messages import recipient_for
+from mailroom.settings import Settings
+from mailroom.templates.render import RenderError, compile_cached, merge_context
+from mailroom.tracking import links
+
+
+@dataclass(frozen=True)
+class WebView:
+    html: str
+    language: str | None
+
+
+async def webview(db: Database, settings: Settings, token: str) -> WebView | None:
+    parts = tokens.read(settings.resolved_secret_key, WEBVIEW, token)
+    if parts is None or len(parts) != 2:
+        return None
+    workspace_id, row_id = parts
+    async with db.session(write=False) as session:
+        row = await session.scalar(
+            select(SendLog).where(SendLog.id == row_id, SendLog.workspace_id == workspace_id)
+        )
+        if row is None or row.contact_id is None:
+            return None
+        contact = await session.scalar(
+            select(Contact).where(
+                Contact.id == row.contact_id, Contact.workspace_id == workspace_id
+            )
+        )
+        if contact is None:
+            return None
+        payload = dict(row.payload or {})
+        campaign_id = row.campaign_id or payload.get("test_of")
+        campaign = None
+        if campaign_id:
+            campaign = await session.scalar(
+                select(Campaign).where(
+                    Campaign.id == campaign_id, Campaign.workspace_id == workspace_id
+                )
+            )
+            if campaign is None:
+                return None
+        name = await session.scalar(select(Workspace.name).where(Workspace.id == workspace_id))
+        person = SimpleNamespace(
+            id=contact.id,
+            first_name=contact.first_name,
+            last_name=contact.last_name,
+            custom_fields=dict(contact.custom_fields or {}),
+        )
+        language = contact.language
+        key: tuple[str, ...]
+        if campaign is not None:
+            key = ("campaign", campaign.id, campaign.updated_at.isoformat())
+            content = (campaign.subject, campaign.preheader, campaign.html_content)
+            text, from_email = campaign.text_content, campaign.from_email
+            clicks = campaign.track_clicks and row.kind == "campaign"
+        else:
+            key = ("webview", row.id)
+            content = (
+                str(payload.get("subject") or ""),
+                str(payload.get("preheader") or ""),
+                str(payload.get("html") or ""),
+            )
+            text, from_email, clicks = str(payload.get("text") or ""), "", False
+        email, variables = row.email, payload.get("variables")
+    recipient = recipient_for(
+        settings,
+        row_id=row_id,
+        workspace_id=workspace_id,
+        email=email,
+        contact=person,
+        from_email=from_email or "",
+        domain_verified=False,
+        variables=variables,
+    )
+
+    def render() -> str | None:
+        try:
+            compiled = compile_cached(key, *content, text)
+            rendered = compiled.render(
+                merge_context(
+                    recipient,
+                    workspace_name=str(name or ""),
+                    unsubscribe_url=recipient.unsubscribe_url,
+                    preferences_url=recipient.preferences_url,
+                    webview_url=recipient.webview_url,
+                    variables=variables,
+                )
+            )
+        except RenderError:
+            return None
+        html = rendered.html or f"<pre>{_escape(rendered.text)}</pre>"
+        if clicks:
+            html = links.track(
+                html,
+                secret=settings.resolved_secret_key,
+                base_url=settings.public_url,
+                row_id=row_id,
+                opens=False,
+                clicks=True,
+                untracked=(
+                    recipient.unsubscribe_url,
+                    recipient.preferences_url,
+                    recipient.webview_url,
+                ),
+            )
+        return html
+
+    html = await asyncio.to_thread(render)
+    return WebView(html, language) if html is not None else None
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

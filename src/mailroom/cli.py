@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -133,6 +134,44 @@ def worker() -> None:
     settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
     asyncio.run(run_forever(settings))
+
+
+@app.command()
+def bounces(
+    listen: Annotated[
+        str,
+        typer.Option(
+            "--listen",
+            help="host:port to receive on (default: MAILROOM_BOUNCE_SMTP, else 127.0.0.1:2525).",
+        ),
+    ] = "",
+) -> None:
+    """Run the inbound SMTP listener alone: bounces (RFC 3464), complaint reports (RFC 5965)
+    and List-Unsubscribe mails sent back to the return path. Point the return-path domain's
+    MX (or your MTA's transport for it) here. Stops on SIGTERM or Ctrl-C."""
+    from mailroom.bounces import listener
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = get_settings()
+    settings.prepare_storage()
+    address = listen or settings.bounce_smtp or "127.0.0.1:2525"
+    asyncio.run(upgrade(settings.resolved_database_url))
+
+    async def run() -> None:
+        db = Database(settings.resolved_database_url)
+        server, _handler = await listener.start(db, settings, address)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        out.print(f"Receiving bounces and complaints on {address}")
+        try:
+            await stop.wait()
+        finally:
+            server.close()
+            await db.dispose()
+
+    asyncio.run(run())
 
 
 @db_app.command("upgrade")

@@ -67,6 +67,17 @@ class Settings(BaseSettings):
     # The backstop for claimed rows: due again after this many seconds whatever happened to
     # their worker. A dead worker's rows come back sooner, ~15 s after its last heartbeat.
     worker_lease_seconds: int = 300
+    # The inbound SMTP listener for bounces and complaints (`host:port`; unset: not started by
+    # `serve` / `worker`; `mailroom bounces` runs it alone).
+    bounce_smtp: str = ""
+    # Delivery health over the last 7 days / 2,000 accepted messages since the last resume: a
+    # warning (once a day) past the warn rates, an automatic pause past the pause rates; no
+    # decision before `health_min_messages`.
+    health_min_messages: int = 20
+    health_warn_bounce_rate: float = 0.04
+    health_pause_bounce_rate: float = 0.08
+    health_warn_complaint_rate: float = 0.001
+    health_pause_complaint_rate: float = 0.003
     # Largest accepted JSON body; multipart uploads have their own limits.
     max_json_body_bytes: int = 2 * 1024 * 1024  # 413 past this (web.bodylimit)
 

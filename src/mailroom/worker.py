@@ -206,9 +206,12 @@ class WorkerHost:
         except Exception:  # the loops still run; their claims fall back on the lease
             log.exception("worker %s could not register its heartbeat", self.ctx.worker_id)
         heartbeat = asyncio.create_task(self._heartbeat(), name="mailroom-worker-heartbeat")
+        bounces = await self._start_bounce_listener()
         try:
             await asyncio.gather(*(self._run_loop(loop) for loop in self.loops))
         finally:
+            if bounces is not None:
+                bounces.close()
             for loop in self.loops:
                 if loop.close is not None:
                     try:
@@ -226,6 +229,19 @@ class WorkerHost:
             except Exception:
                 log.exception("worker %s could not hand back its claims", self.ctx.worker_id)
         log.info("worker %s stopped", self.ctx.worker_id)
+
+    async def _start_bounce_listener(self) -> asyncio.Server | None:
+        address = self.ctx.settings.bounce_smtp
+        if not address:
+            return None
+        from mailroom.bounces import listener
+
+        try:
+            server, _handler = await listener.start(self.ctx.db, self.ctx.settings, address)
+        except (OSError, ValueError):
+            log.exception("the bounce listener could not start on %s", address)
+            return None
+        return server
 
     async def _heartbeat(self) -> None:
         while True:

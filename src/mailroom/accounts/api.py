@@ -2,10 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from mailroom.accounts.schemas import PlanLimits, WhoAmI
+from mailroom.accounts.schemas import PlanLimits, SendingHealth, WhoAmI
 from mailroom.core.auth import PERMISSIONS, Principal, authenticated
+from mailroom.core.context import Context
+from mailroom.sending import service as sending
+from mailroom.web.deps import Session, get_settings_dep
 
 router = APIRouter(prefix="/api/v1/account", tags=["Account"])
 
@@ -17,8 +20,12 @@ router = APIRouter(prefix="/api/v1/account", tags=["Account"])
     description="The workspace and account this key belongs to, its permissions, and the "
     "limits of the account's plan (`null` means unlimited). Any valid key may call it.",
 )
-async def get_account(principal: Annotated[Principal, authenticated()]) -> WhoAmI:
+async def get_account(
+    request: Request, session: Session, principal: Annotated[Principal, authenticated()]
+) -> WhoAmI:
+    ctx = Context(session, principal, get_settings_dep(request))
     return WhoAmI(
+        sending=SendingHealth.model_validate(await sending.state(ctx)),
         account_id=principal.account_id,
         workspace_id=principal.workspace_id,
         key_id=principal.key_id,

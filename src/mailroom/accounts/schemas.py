@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from datetime import datetime
+
+from pydantic import BaseModel, Field
 
 
 class PlanLimits(BaseModel):
@@ -15,9 +17,22 @@ class PlanLimits(BaseModel):
     double_opt_in_everywhere: bool
 
 
+class SendingHealth(BaseModel):
+    paused: bool
+    reason: str | None = Field(description="workspace, operator, bounce_rate or complaint_rate.")
+    paused_by: str | None = Field(description="workspace, operator or health.")
+    paused_at: datetime | None
+    bounce_rate: float
+    complaint_rate: float
+    messages_in_window: int
+
+
 class WhoAmI(BaseModel):
     account_id: str
     workspace_id: str
     key_id: str | None
     permissions: list[str]
     plan: PlanLimits
+    sending: SendingHealth = Field(
+        description="The workspace's sending: paused or not, and its delivery health."
+    )

@@ -19,7 +19,7 @@ KINDS = ("hard", "soft", "delivered", "complaint", "ignored")
 
 _STATUS = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
 _SMTP_CODE = re.compile(r"\b([245])\d\d\b")
-_ADDRESS = re.compile(r"<?([^\s<>;:\"]+@[^\s<>;:\"]+?)>?(?=[\s;,.]|$)")
+_ADDRESS = re.compile(r"[A-Za-z0-9._%+'=-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _MESSAGE_ID = re.compile(r"^message-id:\s*(<[^>\r\n]+>)", re.IGNORECASE | re.MULTILINE)
 _FAILURE_WORDS = re.compile(
     r"delivery (status notification|has failed|failed)|undeliver|could not be delivered|"
@@ -47,7 +47,7 @@ class Report:
 def read(data: bytes) -> Report:
     message = email.message_from_bytes(data, policy=policy.compat32)
     if message.get_content_type() == "multipart/report":
-        report_type = (message.get_param("report-type") or "").lower()
+        report_type = str(message.get_param("report-type") or "").lower()
         if report_type == "delivery-status":
             return _dsn(message)
         if report_type == "feedback-report":

@@ -34,7 +34,7 @@ from mailroom.models.sending import (
 )
 from mailroom.models.suppressions import REASON_STRENGTH, Suppression
 from mailroom.models.templates import Template
-from mailroom.models.tracking import HIT_KINDS, TrackingHit
+from mailroom.models.tracking import HIT_KINDS, REPORT_KINDS, DeliveryReport, TrackingHit
 from mailroom.models.webhooks import WebhookDelivery, WebhookEndpoint
 from mailroom.models.workers import WorkerProcess
 
@@ -47,6 +47,7 @@ __all__ = [
     "PRIORITY_CAMPAIGN",
     "PRIORITY_TRANSACTIONAL",
     "REASON_STRENGTH",
+    "REPORT_KINDS",
     "SEND_KINDS",
     "SEND_STATUSES",
     "Account",
@@ -58,6 +59,7 @@ __all__ = [
     "ContactCounts",
     "ContactTag",
     "CustomFieldDefinition",
+    "DeliveryReport",
     "Event",
     "IdempotencyKey",
     "ImportStaging",

@@ -72,4 +72,7 @@ class SendingSettings(Base):
     pause_reason: Mapped[str | None] = mapped_column(String(20), default=None)
     pause_note: Mapped[str | None] = mapped_column(Text, default=None)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Delivery health counts messages sent since the last resume, and warns once a day.
+    resumed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    health_warned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

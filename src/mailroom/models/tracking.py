@@ -41,3 +41,29 @@ class TrackingHit(Base):
     # The start of the hour it happened in (UTC): the report groups by it on both databases.
     hour: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+REPORT_KINDS = ("hard", "soft", "delivered", "complaint")
+
+
+class DeliveryReport(Base):
+    """A delivery status notification or feedback report that came back for one message and
+    was acted on (`hard`, `soft`, `delivered`, `complaint`). Soft bounces are counted from
+    these (three different messages within 15 days make a hard bounce), and they are what a
+    support question about a contact's bounce is answered from."""
+
+    __tablename__ = "delivery_reports"
+    __table_args__ = (
+        Index("ix_delivery_reports_contact_kind", "contact_id", "kind", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    send_log_id: Mapped[str] = mapped_column(ForeignKey("send_log.id", ondelete="CASCADE"))
+    contact_id: Mapped[str | None] = mapped_column(
+        ForeignKey("contacts.id", ondelete="SET NULL"), default=None
+    )
+    kind: Mapped[str] = mapped_column(String(12))
+    status: Mapped[str] = mapped_column(String(16), default="")  # enhanced code, e.g. 5.1.1
+    diagnostic: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -125,17 +125,61 @@ class Contexts:
         return ctx
 
 
-def _message(outcome: Outcome) -> dict[str, Any]:
-    row = outcome.row
+def message_data(
+    *,
+    row_id: str,
+    message_id: str | None,
+    kind: str,
+    campaign_id: str | None,
+    email: str,
+    contact_id: str | None,
+) -> dict[str, Any]:
+    """The `message` / `recipient` part of every `email.*` event."""
     return {
         "message": {
-            "id": row.id,
-            "message_id": outcome.message_id,
-            "kind": row.kind,
-            "campaign_id": row.campaign_id,
+            "id": row_id,
+            "message_id": message_id,
+            "kind": kind,
+            "campaign_id": campaign_id,
         },
-        "recipient": {"email": outcome.email or row.email, "contact_id": row.contact_id},
+        "recipient": {"email": email, "contact_id": contact_id},
     }
+
+
+def _message(outcome: Outcome) -> dict[str, Any]:
+    row = outcome.row
+    return message_data(
+        row_id=row.id,
+        message_id=outcome.message_id,
+        kind=row.kind,
+        campaign_id=row.campaign_id,
+        email=outcome.email or row.email,
+        contact_id=row.contact_id,
+    )
+
+
+async def contact_blocked(
+    ctx: Context, contact_id: str | None, email: str, *, reason: str, source: str
+) -> None:
+    """A hard bounce (`reason="bounced"`) or a complaint (`"complained"`): the address is
+    suppressed for that reason (never weakening a stronger one), and the contact takes the
+    status with `contact.bounced` / `contact.complained`. A complaint outranks a bounce; a
+    bounce never turns a complained contact back."""
+    await suppressions.suppress(ctx, email=email, reason=reason, source=source)
+    if not contact_id:
+        return
+    contact = await ctx.session.scalar(
+        select(Contact).where(Contact.id == contact_id, Contact.workspace_id == ctx.workspace_id)
+    )
+    if contact is None or contact.status in (reason, "complained"):
+        return
+    if reason == "bounced" and contact.status != "subscribed":
+        return
+    now = utcnow()
+    contact.status, contact.updated_at = reason, now
+    contact.unsubscribed_at = contact.unsubscribed_at or now
+    await ctx.session.flush()
+    await events.emit_contact_event(ctx, f"contact.{reason}", contact)
 
 
 async def hard_bounce(ctx: Context, outcome: Outcome) -> None:
@@ -143,19 +187,7 @@ async def hard_bounce(ctx: Context, outcome: Outcome) -> None:
     becomes `bounced` (`contact.bounced`), and the message has `email.bounced`."""
     row = outcome.row
     email = outcome.email or row.email
-    await suppressions.suppress(ctx, email=email, reason="bounced", source="smtp")
-    contact = None
-    if row.contact_id:
-        contact = await ctx.session.scalar(
-            select(Contact).where(
-                Contact.id == row.contact_id, Contact.workspace_id == ctx.workspace_id
-            )
-        )
-    if contact is not None and contact.status == "subscribed":
-        now = utcnow()
-        contact.status, contact.unsubscribed_at, contact.updated_at = "bounced", now, now
-        await ctx.session.flush()
-        await events.emit_contact_event(ctx, "contact.bounced", contact)
+    await contact_blocked(ctx, row.contact_id, email, reason="bounced", source="smtp")
     data = {**_message(outcome), "bounce": {"type": "hard", "response": outcome.detail[:500]}}
     await events.emit(ctx, "email.bounced", data, campaign_id=row.campaign_id)
 

@@ -20,6 +20,14 @@ class SendingOut(BaseModel):
     note: str | None = Field(description="The operator's words, when the operator paused.")
     paused_at: datetime | None
     paused_by: str | None = Field(description="workspace, operator or health.")
+    bounce_rate: float = Field(
+        description="Hard bounces over the messages in the health window (0 to 1)."
+    )
+    complaint_rate: float = Field(description="Complaints over the messages in the window.")
+    messages_in_window: int = Field(
+        description="Messages the relay accepted in the last 7 days (at most the last 2,000) "
+        "since the last resume."
+    )
     hourly_ceiling: int
     sent_this_hour: int
     monthly_allowance: int

@@ -16,7 +16,7 @@ from mailroom.core.emails import email_domain
 from mailroom.core.errors import ApiError
 from mailroom.events import service as events
 from mailroom.models import SendingDomain, SendingSettings, Workspace
-from mailroom.sending import limits
+from mailroom.sending import health, limits
 
 PAUSED_BY = ("workspace", "operator", "health")
 REASONS = ("workspace", "operator", "bounce_rate", "complaint_rate")
@@ -35,6 +35,18 @@ async def settings_of(ctx: Context, *, for_update: bool = False) -> SendingSetti
         if for_update:
             ctx.session.add(found)
     return found
+
+
+async def state(ctx: Context) -> dict[str, Any]:
+    """The pause and delivery health as `GET /api/v1/account` shows them."""
+    row = await settings_of(ctx)
+    return {
+        "paused": bool(row.paused),
+        "reason": row.pause_reason if row.paused else None,
+        "paused_by": row.paused_by if row.paused else None,
+        "paused_at": row.paused_at if row.paused else None,
+        **await health.rates(ctx, row),
+    }
 
 
 def paused_error(row: SendingSettings) -> ApiError:
@@ -80,6 +92,7 @@ async def describe(ctx: Context, row: SendingSettings | None = None) -> dict[str
         "note": row.pause_note if row.paused else None,
         "paused_at": row.paused_at if row.paused else None,
         "paused_by": row.paused_by if row.paused else None,
+        **await health.rates(ctx, row),
         "hourly_ceiling": plan.hourly_send_ceiling,
         "sent_this_hour": await limits.sent_this_hour(ctx.session, account, now),
         "monthly_allowance": plan.emails_per_month,
@@ -128,7 +141,7 @@ async def update_identity(ctx: Context, body: dict[str, Any]) -> SendingSettings
     return row
 
 
-async def _workspace_name(ctx: Context) -> str:
+async def workspace_name(ctx: Context) -> str:
     name = await ctx.session.scalar(select(Workspace.name).where(Workspace.id == ctx.workspace_id))
     return str(name or "")
 
@@ -142,12 +155,21 @@ def clean_note(value: str | None) -> str | None:
     return text or None
 
 
+# A stronger pause takes over a weaker one and is never taken over by it.
+_STRENGTH = {"workspace": 1, "health": 2, "operator": 3}
+
+
 async def pause(
-    ctx: Context, *, by: str = "workspace", reason: str = "workspace", note: str | None = None
+    ctx: Context,
+    *,
+    by: str = "workspace",
+    reason: str = "workspace",
+    note: str | None = None,
+    rates: dict[str, Any] | None = None,
 ) -> SendingSettings:
     """Stop claiming this workspace's messages (campaigns stay `sending`); `workspace.paused`.
-    Pausing again keeps the first pause, except that the operator's takes over any other
-    (and is never taken over); the operator pausing again only replaces the note."""
+    Pausing again keeps the first pause unless the new one is stronger (operator > health >
+    workspace); the operator pausing again only replaces the note."""
     if by not in PAUSED_BY or reason not in REASONS:
         raise ValueError(f"unknown pause: {by}/{reason}")
     note = clean_note(note)
@@ -159,43 +181,57 @@ async def pause(
             row.pause_note, row.updated_at = note, utcnow()
             await ctx.session.flush()
         return row
-    if row.paused and (row.paused_by == "operator" or by != "operator"):
+    if row.paused and _STRENGTH.get(row.paused_by or "", 0) >= _STRENGTH[by]:
         return row
     now = utcnow()
     row.paused, row.paused_by, row.pause_reason = True, by, reason
     row.pause_note, row.paused_at, row.updated_at = note, now, now
     await ctx.session.flush()
-    await events.emit(ctx, "workspace.paused", await _event(ctx, row, now))
+    await events.emit(ctx, "workspace.paused", await _event(ctx, row, now, rates=rates))
     return row
 
 
 async def resume(ctx: Context, *, by: str = "workspace") -> SendingSettings:
-    """Lift the pause; `workspace.resumed`. A key (`by="workspace"`) lifts its own pause and the
-    health check's, never the operator's (403, the paused message). Not paused: nothing."""
+    """Lift the pause; `workspace.resumed`. A key (`by="workspace"`) lifts only the pause a
+    key made; the health check's and the operator's are 403 (the paused message). Not
+    paused: nothing. Delivery health counts from here again."""
     row = await settings_of(ctx, for_update=True)
     if not row.paused:
         return row
-    if row.paused_by == "operator" and by != "operator":
+    if row.paused_by != "workspace" and by != "operator":
         raise paused_error(row)
     now = utcnow()
     row.paused, row.paused_by, row.pause_reason = False, None, None
     row.pause_note, row.paused_at, row.updated_at = None, None, now
+    row.resumed_at = now
     await ctx.session.flush()
     await events.emit(ctx, "workspace.resumed", await _event(ctx, row, now, resumed_by=by))
     return row
 
 
 async def _event(
-    ctx: Context, row: SendingSettings, now: datetime, resumed_by: str | None = None
+    ctx: Context,
+    row: SendingSettings,
+    now: datetime,
+    resumed_by: str | None = None,
+    rates: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "workspace": {"id": ctx.workspace_id, "name": await _workspace_name(ctx)},
+        "workspace": {"id": ctx.workspace_id, "name": await workspace_name(ctx)},
         "at": events.iso(now),
     }
     if resumed_by:
         data["resumed_by"] = resumed_by
     else:
-        data.update(paused_by=row.paused_by, reason=row.pause_reason, note=row.pause_note)
+        rates = rates if rates is not None else await health.rates(ctx, row)
+        data.update(
+            paused_by=row.paused_by,
+            reason=row.pause_reason,
+            note=row.pause_note,
+            paused_at=events.iso(now),
+            bounce_rate=rates["bounce_rate"],
+            complaint_rate=rates["complaint_rate"],
+        )
     return data
 
 

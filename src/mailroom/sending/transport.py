@@ -140,11 +140,20 @@ class SmtpPool:
                 return Result(
                     delivery.key, UNSENDABLE, "the relay does not take non-ASCII addresses"
                 )
-            options = ["SMTPUTF8"] if utf8 else None
+            options = ["SMTPUTF8"] if utf8 else []
             encoding = "utf-8" if utf8 else "ascii"
-            await client.mail(delivery.sender, options=options, encoding=encoding)
+            # A relay that offers DSN (RFC 3461) reports success as well as failure to the
+            # return path (`email.delivered`), with only the headers quoted back.
+            dsn = client.supports_extension("dsn")
+            if dsn:
+                options.append("RET=HDRS")
+            await client.mail(delivery.sender, options=options or None, encoding=encoding)
             try:
-                await client.rcpt(delivery.recipient, encoding=encoding)
+                await client.rcpt(
+                    delivery.recipient,
+                    options=["NOTIFY=SUCCESS,FAILURE"] if dsn else None,
+                    encoding=encoding,
+                )
             except aiosmtplib.SMTPRecipientRefused as refused:
                 await _reset(client)
                 return Result(delivery.key, refused.code, refused.message, at_recipient=True)

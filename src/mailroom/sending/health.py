@@ -1,0 +1,93 @@
+"""Delivery health: a workspace's hard-bounce and complaint rates over the messages its relay
+accepted in the last 7 days (at most the last 2,000, counted from the last resume).
+
+Past the warn rates `workspace.health_warning` fires (at most once a day; sending goes on);
+past the pause rates sending is paused by `health` (`workspace.paused` with the rates), which
+only the operator lifts. No decision before `health_min_messages` messages.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.models import SendingSettings, SendLog
+
+WINDOW_DAYS = 7
+WINDOW_MESSAGES = 2000
+WARN_EVERY = timedelta(days=1)
+
+
+async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
+    """`{bounce_rate, complaint_rate, messages_in_window}` (rates 0 to 1, 4 decimals)."""
+    since = utcnow() - timedelta(days=WINDOW_DAYS)
+    if row.resumed_at is not None and row.resumed_at > since:
+        since = row.resumed_at
+    recent = (
+        select(SendLog.bounced_at, SendLog.complained_at)
+        .where(
+            SendLog.workspace_id == ctx.workspace_id,
+            SendLog.sent_at.is_not(None),
+            SendLog.sent_at >= since,
+        )
+        .order_by(SendLog.sent_at.desc())
+        .limit(WINDOW_MESSAGES)
+        .subquery()
+    )
+    total, bounced, complained = (
+        await ctx.session.execute(
+            select(
+                func.count(), func.count(recent.c.bounced_at), func.count(recent.c.complained_at)
+            )
+        )
+    ).one()
+    total = int(total or 0)
+    return {
+        "bounce_rate": round(int(bounced or 0) / total, 4) if total else 0.0,
+        "complaint_rate": round(int(complained or 0) / total, 4) if total else 0.0,
+        "messages_in_window": total,
+    }
+
+
+async def check(ctx: Context) -> None:
+    """After a hard bounce or a complaint: warn or pause when the rates call for it."""
+    # sending.service shows these rates (it imports this module), so import it here.
+    from mailroom.events import service as events
+    from mailroom.sending import service as sending
+
+    row = await sending.settings_of(ctx, for_update=True)
+    found = await rates(ctx, row)
+    settings = ctx.settings
+    if found["messages_in_window"] < settings.health_min_messages:
+        return
+    bounce, complaint = found["bounce_rate"], found["complaint_rate"]
+    if complaint > settings.health_pause_complaint_rate:
+        await sending.pause(ctx, by="health", reason="complaint_rate", rates=found)
+        return
+    if bounce > settings.health_pause_bounce_rate:
+        await sending.pause(ctx, by="health", reason="bounce_rate", rates=found)
+        return
+    warn = (
+        bounce > settings.health_warn_bounce_rate or complaint > settings.health_warn_complaint_rate
+    )
+    now = utcnow()
+    if not warn or (row.health_warned_at and now - row.health_warned_at < WARN_EVERY):
+        return
+    row.health_warned_at = now
+    name = await sending.workspace_name(ctx)
+    await events.emit(
+        ctx,
+        "workspace.health_warning",
+        {
+            "workspace": {"id": ctx.workspace_id, "name": name},
+            "reason": "complaint_rate"
+            if complaint > settings.health_warn_complaint_rate
+            else "bounce_rate",
+            **found,
+            "at": events.iso(now),
+        },
+    )

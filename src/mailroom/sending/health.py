@@ -27,14 +27,13 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     since = utcnow() - timedelta(days=WINDOW_DAYS)
     if row.resumed_at is not None and row.resumed_at > since:
         since = row.resumed_at
+    # Accepted by the relay, or refused by the recipient's server at RCPT (a hard bounce the
+    # relay never took): both are messages this workspace sent.
+    at = func.coalesce(SendLog.sent_at, SendLog.bounced_at)
     recent = (
         select(SendLog.bounced_at, SendLog.complained_at)
-        .where(
-            SendLog.workspace_id == ctx.workspace_id,
-            SendLog.sent_at.is_not(None),
-            SendLog.sent_at >= since,
-        )
-        .order_by(SendLog.sent_at.desc())
+        .where(SendLog.workspace_id == ctx.workspace_id, at.is_not(None), at >= since)
+        .order_by(at.desc())
         .limit(WINDOW_MESSAGES)
         .subquery()
     )

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Query, Request
 from mailroom.core.context import Context
 from mailroom.core.loose import Doc, choice
 from mailroom.core.pagination import Pagination
-from mailroom.lists import service
+from mailroom.lists import confirmation, service
 from mailroom.lists.schemas import (
     AddMembers,
+    ConfirmationSent,
     ListCreate,
     ListDeleted,
     ListEnvelope,
@@ -140,3 +141,22 @@ async def remove_list_contact(
 ) -> dict[str, Any]:
     await service.remove_member(ctx, id, contact_id)
     return {"success": True}
+
+
+@router.post(
+    "/{id}/contacts/{contact_id}/confirmation",
+    status_code=202,
+    response_model=ConfirmationSent,
+    summary="Send a list confirmation email",
+    description="Double opt-in: emails the contact a link (valid 7 days) that confirms an "
+    "unconfirmed membership, from the workspace's sender identity (it counts against the "
+    "monthly allowance like any send). 404 when the contact is not on the list; 409 when the "
+    "membership is already confirmed; 403/422 as `POST /api/v1/send` when sending is paused, "
+    "over the allowance or not configured.",
+    responses=errors(403, 404, 409, 422, 429),
+)
+async def send_list_confirmation(
+    id: str, contact_id: str, ctx: Annotated[Context, use("lists:write")]
+) -> dict[str, Any]:
+    await confirmation.request_confirmation(ctx, id, contact_id)
+    return {"sent": True}

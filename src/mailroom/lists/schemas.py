@@ -98,3 +98,7 @@ class MembersAdded(BaseModel):
 
 class Success(BaseModel):
     success: bool
+
+
+class ConfirmationSent(BaseModel):
+    sent: bool

@@ -1,0 +1,211 @@
+"""Issue 15: click redirects per second and their latency at a fixed 500 requests/s against one
+`uvicorn` server process, and delivery reports (DSNs) processed per second by the bounce
+listener over real SMTP.
+
+Env: BENCH_CLICK_RATE (500), BENCH_CLICK_SECONDS (10), BENCH_DSN_REPORTS (2000),
+BENCH_DSN_CONNECTIONS (8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiosmtplib
+import httpx
+
+from bench.common import BenchContext, percentiles, report
+from mailroom.bounces import listener
+from mailroom.core.clock import utcnow
+from mailroom.core.ids import new_id
+from mailroom.models import Contact, SendLog
+from mailroom.sending.addresses import return_path
+from mailroom.tracking.links import click_token
+
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.0.0 Safari/537.36"
+)
+FIXTURE = Path(__file__).parent.parent / "tests" / "bounces" / "fixtures" / "postfix_hard.eml"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _messages(bench, count: int) -> list[tuple[str, str]]:
+    """`count` sent messages (one contact each): (row id, email)."""
+    now = utcnow()
+    rows = []
+    async with bench.app.state.db.transaction() as session:
+        for i in range(count):
+            email = f"reader{i}@mail.example"
+            contact = Contact(
+                id=new_id(),
+                workspace_id=bench.workspace_id,
+                email=email,
+                email_hash=f"h{i}",
+                status="subscribed",
+                source="api",
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(contact)
+            row_id = new_id()
+            session.add(
+                SendLog(
+                    id=row_id,
+                    workspace_id=bench.workspace_id,
+                    kind="transactional",
+                    contact_id=contact.id,
+                    email=email,
+                    status="sent",
+                    message_id=f"{row_id}@shop.example",
+                    sent_at=now,
+                    run_at=now,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            rows.append((row_id, email))
+    return rows
+
+
+async def _clicks(ctx: BenchContext, bench) -> None:
+    rate = int(os.environ.get("BENCH_CLICK_RATE", "500"))
+    seconds = float(os.environ.get("BENCH_CLICK_SECONDS", "10"))
+    total = int(rate * seconds)
+    rows = await _messages(bench, 1000)
+    secret = bench.settings.resolved_secret_key
+    paths = [
+        f"/l/{click_token(secret, rows[i % len(rows)][0], i % 5, f'https://shop.example/p/{i % 5}')}"
+        for i in range(total)
+    ]
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "mailroom.app:create_served_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        env={
+            **os.environ,
+            "MAILROOM_DATABASE_URL": bench.settings.resolved_database_url,
+            "MAILROOM_SECRET_KEY": "bench",
+            "MAILROOM_DATA_DIR": bench.tmp,
+            "MAILROOM_SERVE_WORKER": "0",
+        },
+    )
+    samples: list[float] = []
+    errors = 0
+    try:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}",
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
+            headers={"user-agent": CHROME},
+            timeout=httpx.Timeout(60.0, pool=None),
+        ) as client:
+            for _ in range(100):
+                try:
+                    await client.get("/healthz")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+
+            async def one(path: str) -> None:
+                nonlocal errors
+                start = time.perf_counter()
+                answer = await client.get(path)
+                samples.append((time.perf_counter() - start) * 1000)
+                if answer.status_code != 302:
+                    errors += 1
+
+            began = time.perf_counter()
+            tasks = []
+            for i, path in enumerate(paths):  # open loop: requests leave on schedule
+                delay = began + i / rate - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tasks.append(asyncio.create_task(one(path)))
+            await asyncio.gather(*tasks)
+            elapsed = time.perf_counter() - began
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    figures = percentiles(samples)
+    report(
+        "click redirects (/l/), one uvicorn process",
+        ctx.backend,
+        offered_per_s=rate,
+        requests=total,
+        done_per_s=total / elapsed,
+        p50_ms=figures["p50"],
+        p99_ms=figures["p99"],
+        errors=errors,
+    )
+
+
+async def _reports(ctx: BenchContext, bench) -> None:
+    count = int(os.environ.get("BENCH_DSN_REPORTS", "2000"))
+    connections = int(os.environ.get("BENCH_DSN_CONNECTIONS", "8"))
+    rows = await _messages(bench, count)
+    template = FIXTURE.read_text()
+    messages = []
+    for row_id, email in rows:
+        to = return_path(bench.settings, row_id, "news@shop.example", False)
+        text = template.replace("{RETURN_PATH}", to).replace("{RECIPIENT}", email)
+        text = text.replace("{MESSAGE_ID}", f"{row_id}@shop.example").replace("\n", "\r\n")
+        messages.append((to, text.encode()))
+    port = _free_port()
+    server, handler = await listener.start(bench.app.state.db, bench.settings, f"127.0.0.1:{port}")
+    queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+    for item in messages:
+        queue.put_nowait(item)
+
+    async def sender() -> None:
+        async with aiosmtplib.SMTP(hostname="127.0.0.1", port=port, start_tls=False) as smtp:
+            while not queue.empty():
+                to, data = queue.get_nowait()
+                await smtp.mail("")
+                await smtp.rcpt(to)
+                await smtp.data(data)
+
+    began = time.perf_counter()
+    try:
+        await asyncio.gather(*(sender() for _ in range(connections)))
+    finally:
+        server.close()
+    elapsed = time.perf_counter() - began
+    report(
+        "bounce listener: DSNs over SMTP, each a hard bounce",
+        ctx.backend,
+        reports=count,
+        connections=connections,
+        seconds=elapsed,
+        reports_per_s=count / elapsed,
+        handled=dict(handler.handled),
+    )
+
+
+async def run(ctx: BenchContext) -> None:
+    async with ctx.fresh_app(plan="business") as bench:
+        await _clicks(ctx, bench)
+    async with ctx.fresh_app(plan="business") as bench:
+        await _reports(ctx, bench)

@@ -227,6 +227,7 @@ def _with_built_routes(application: Any) -> Any:
 async def app(settings: Settings) -> AsyncIterator[Any]:
     application = _with_built_routes(create_app(settings))
     yield application
+    await application.state.hits.close()
     await application.state.db.dispose()
 
 

@@ -32,6 +32,7 @@ from mailroom.system.api import router as system_router
 from mailroom.tags.api import router as tags_router
 from mailroom.templates.api import router as templates_router
 from mailroom.tracking.api import router as tracking_router
+from mailroom.tracking.recorder import HitRecorder
 from mailroom.web.bodylimit import BodyLimitMiddleware
 from mailroom.web.errors import install_error_handlers
 from mailroom.web.idempotency import IdempotencyMiddleware
@@ -91,6 +92,7 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
             if host:
                 host.stop()
                 await host.join()
+            await app.state.hits.close()
             await db.dispose()
 
     app = FastAPI(
@@ -102,6 +104,7 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     )
     app.state.db = db
     app.state.settings = settings
+    app.state.hits = HitRecorder(db, settings)
     install_error_handlers(app)
     # Added innermost first: the key check runs before the others look at the request, and
     # a body is capped before the idempotency check reads it.

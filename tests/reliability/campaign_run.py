@@ -64,3 +64,23 @@ async def verified_campaign(client, db, ws, recipients: int) -> dict:
             .values(status="verified", verified_at=utcnow(), last_checked_at=utcnow())
         )
     return campaign
+
+
+def children_of(pid: int) -> set[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    return {p for p in pids if os.path.exists(f"/proc/{p}")}

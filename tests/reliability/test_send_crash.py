@@ -18,7 +18,13 @@ from mailroom.core.clock import utcnow
 from mailroom.models import SendLog
 from mailroom.sending.engine import LEASE_SECONDS
 from tests.conftest import BACKEND
-from tests.reliability.campaign_run import send_status, start_worker, verified_campaign
+from tests.reliability.campaign_run import (
+    alive,
+    children_of,
+    send_status,
+    start_worker,
+    verified_campaign,
+)
 from tests.sending.helpers import ok
 from tests.sending.sink import Sink
 
@@ -42,6 +48,8 @@ async def test_sigkill_mid_campaign_sends_everyone_with_few_duplicates(
             while len(sink.received) < RECIPIENTS // 4 and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             assert len(sink.received) >= RECIPIENTS // 4, "the worker never got going"
+            builders = children_of(worker.pid)
+            assert builders, "the worker has no build process"
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=10)
         finally:
@@ -49,6 +57,9 @@ async def test_sigkill_mid_campaign_sends_everyone_with_few_duplicates(
                 worker.kill()
         killed_at = time.monotonic()
         received_at_kill = len(sink.received)
+        while alive(builders) and time.monotonic() - killed_at < 15:
+            await asyncio.sleep(0.1)
+        assert not alive(builders), "the dead worker's build processes are still running"
         assert received_at_kill < RECIPIENTS, "the campaign finished before the kill"
         async with db.session() as session:
             in_flight = int(

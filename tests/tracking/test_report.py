@@ -16,7 +16,7 @@ async def _click(client, data: bytes, which: int, agent: str = CHROME) -> None:
     assert (await client.get(path_of(link), headers={"user-agent": agent})).status_code == 302
 
 
-async def test_report_counts_people_links_and_hours(client, db, ws, sink, driver):
+async def test_report_counts_people_links_and_hours(app, client, db, ws, sink, driver):
     campaign, got = await sent_campaign(client, db, ws, driver, sink, PEOPLE)
     a, b, c, _d = (got[p] for p in PEOPLE)
     await _click(client, a, 0)
@@ -26,6 +26,7 @@ async def test_report_counts_people_links_and_hours(client, db, ws, sink, driver
     await _click(client, c, 1, SCANNER)  # recorded, not counted
     await client.get(path_of(pixel(html_of(c))), headers={"user-agent": CHROME})
 
+    await app.state.hits.flush()
     answer = await client.get(f"/api/v1/campaigns/{campaign['id']}/report", headers=ws.headers)
     report = (await ok(answer))["report"]
     assert report["totals"] == {
@@ -56,7 +57,7 @@ async def test_report_counts_people_links_and_hours(client, db, ws, sink, driver
     assert (started.minute, started.second) == (0, 0)
 
 
-async def test_report_of_a_draft_and_of_another_workspace(client, ws, factory):
+async def test_report_of_a_draft_and_of_another_workspace(app, client, ws, factory):
     from tests.sending.helpers import make_campaign, make_list
 
     news = await make_list(client, ws)
@@ -71,7 +72,7 @@ async def test_report_of_a_draft_and_of_another_workspace(client, ws, factory):
     assert (foreign.status_code, foreign.json()) == (404, {"error": "Campaign not found"})
 
 
-async def test_activity_segments_follow_opens_and_clicks(client, db, ws, sink, driver):
+async def test_activity_segments_follow_opens_and_clicks(app, client, db, ws, sink, driver):
     campaign, got = await sent_campaign(client, db, ws, driver, sink, PEOPLE)
     await client.get(path_of(pixel(html_of(got[PEOPLE[0]]))), headers={"user-agent": CHROME})
     await _click(client, got[PEOPLE[1]], 0)
@@ -88,6 +89,7 @@ async def test_activity_segments_follow_opens_and_clicks(client, db, ws, sink, d
         )
         return sorted(c["email"] for c in (await ok(answer))["contacts"])
 
+    await app.state.hits.flush()
     assert await matching("opened") == PEOPLE[:2]
     assert await matching("clicked") == PEOPLE[1:2]
     assert await matching("received", campaign_id=campaign["id"]) == PEOPLE

@@ -22,7 +22,7 @@ from tests.tracking.helpers import (
 JANE, TOM = "jane@mail.example", "tom@mail.example"
 
 
-async def test_links_and_pixel_are_added_to_the_html_only(client, db, ws, sink, driver):
+async def test_links_and_pixel_are_added_to_the_html_only(app, client, db, ws, sink, driver):
     _campaign, got = await sent_campaign(client, db, ws, driver, sink, [JANE])
     html = html_of(got[JANE])
     links = hrefs(html)
@@ -40,7 +40,7 @@ async def test_links_and_pixel_are_added_to_the_html_only(client, db, ws, sink, 
     assert "https://shop.example/sale?utm=mail&x=1" in text
 
 
-async def test_a_click_redirects_and_counts_once_per_person(client, db, ws, sink, driver):
+async def test_a_click_redirects_and_counts_once_per_person(app, client, db, ws, sink, driver):
     campaign, got = await sent_campaign(client, db, ws, driver, sink, [JANE, TOM])
     sale = next(h for h in hrefs(html_of(got[JANE])) if "/l/" in h)
 
@@ -51,6 +51,7 @@ async def test_a_click_redirects_and_counts_once_per_person(client, db, ws, sink
     again = await client.get(path_of(sale), headers={"user-agent": CHROME})
     assert (again.status_code, again.headers["location"]) == (302, first.headers["location"])
 
+    await app.state.hits.flush()
     stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
     assert (stats["clicked"], stats["opened"]) == (1, 1)  # a click counts as an open
     clicked = await events_of(db, ws.workspace_id, "email.clicked")
@@ -61,7 +62,7 @@ async def test_a_click_redirects_and_counts_once_per_person(client, db, ws, sink
     assert len(await events_of(db, ws.workspace_id, "email.opened")) == 1
 
 
-async def test_the_pixel_counts_the_first_open_and_later_ones(client, db, ws, sink, driver):
+async def test_the_pixel_counts_the_first_open_and_later_ones(app, client, db, ws, sink, driver):
     campaign, got = await sent_campaign(client, db, ws, driver, sink, [JANE, TOM])
     for who in (JANE, JANE, TOM):
         seen = await client.get(path_of(pixel(html_of(got[who]))), headers={"user-agent": CHROME})
@@ -69,17 +70,19 @@ async def test_the_pixel_counts_the_first_open_and_later_ones(client, db, ws, si
         assert seen.headers["content-type"] == "image/gif"
         assert seen.content.startswith(b"GIF89a") and len(seen.content) == 43
         assert "no-store" in seen.headers["cache-control"]
+    await app.state.hits.flush()
     stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
     assert (stats["opened"], stats["clicked"]) == (2, 0)
     opened = await events_of(db, ws.workspace_id, "email.opened")
     assert sorted(e.data["recipient"]["email"] for e in opened) == [JANE, TOM]
+    await app.state.hits.flush()
     report = (
         await ok(await client.get(f"/api/v1/campaigns/{campaign['id']}/report", headers=ws.headers))
     )["report"]
     assert report["opens"] == 3 and report["totals"]["opened"] == 2
 
 
-async def test_scanners_are_recorded_but_not_counted(client, db, ws, sink, driver):
+async def test_scanners_are_recorded_but_not_counted(app, client, db, ws, sink, driver):
     campaign, got = await sent_campaign(client, db, ws, driver, sink, [JANE])
     html = html_of(got[JANE])
     sale = next(h for h in hrefs(html) if "/l/" in h)
@@ -92,15 +95,17 @@ async def test_scanners_are_recorded_but_not_counted(client, db, ws, sink, drive
         followed = await client.get(path_of(sale), headers={"user-agent": agent})
         assert followed.status_code == 302  # a scanner still gets where the link goes
         await client.get(path_of(pixel(html)), headers={"user-agent": agent})
+    await app.state.hits.flush()
     stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
     assert (stats["opened"], stats["clicked"]) == (0, 0)
     assert await events_of(db, ws.workspace_id, "email.opened", "email.clicked") == []
+    await app.state.hits.flush()
     async with db.session() as session:
         hits = (await session.scalars(select(TrackingHit))).all()
     assert len(hits) == 8 and all(h.automated for h in hits)
 
 
-async def test_altered_tokens_record_nothing(client, db, ws, sink, driver):
+async def test_altered_tokens_record_nothing(app, client, db, ws, sink, driver):
     campaign, got = await sent_campaign(client, db, ws, driver, sink, [JANE])
     html = html_of(got[JANE])
     sale = path_of(next(h for h in hrefs(html) if "/l/" in h))
@@ -119,13 +124,14 @@ async def test_altered_tokens_record_nothing(client, db, ws, sink, driver):
                 assert answer.status_code == 200 and answer.content.startswith(b"GIF89a")
     forged = await client.get("/l/aHR0cHM6Ly9ldmlsLmV4YW1wbGUv", headers={"user-agent": CHROME})
     assert forged.status_code == 404
+    await app.state.hits.flush()
     stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
     assert (stats["opened"], stats["clicked"]) == (0, 0)
     async with db.session() as session:
         assert (await session.scalars(select(TrackingHit))).all() == []
 
 
-async def test_a_campaign_without_tracking_sends_plain_links(client, db, ws, sink, driver):
+async def test_a_campaign_without_tracking_sends_plain_links(app, client, db, ws, sink, driver):
     _campaign, got = await sent_campaign(
         client, db, ws, driver, sink, [JANE], track_opens=False, track_clicks=False
     )
@@ -134,9 +140,26 @@ async def test_a_campaign_without_tracking_sends_plain_links(client, db, ws, sin
     assert "https://shop.example/sale?utm=mail&x=1" in hrefs(html)
 
 
-async def test_opens_only(client, db, ws, sink, driver):
+async def test_opens_only(app, client, db, ws, sink, driver):
     _campaign, got = await sent_campaign(
         client, db, ws, driver, sink, [JANE], track_opens=True, track_clicks=False
     )
     html = html_of(got[JANE])
     assert pixel(html) is not None and "/l/" not in html
+
+
+async def test_hits_are_written_moments_later_by_themselves(app, client, db, ws, sink, driver):
+    import asyncio
+    import time
+
+    campaign, got = await sent_campaign(client, db, ws, driver, sink, [JANE])
+    sale = next(h for h in hrefs(html_of(got[JANE])) if "/l/" in h)
+    answered = await client.get(path_of(sale), headers={"user-agent": CHROME})
+    assert answered.status_code == 302  # answered before anything is written
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
+        if stats["clicked"]:
+            break
+        await asyncio.sleep(0.02)
+    assert (stats["clicked"], stats["opened"]) == (1, 1)

@@ -16,7 +16,7 @@ async def _view_link(client, db, ws, driver, sink) -> tuple[dict, str]:
     return campaign, path_of(view)
 
 
-async def test_the_web_view_shows_the_message_without_the_pixel(client, db, ws, sink, driver):
+async def test_the_web_view_shows_the_message_without_the_pixel(app, client, db, ws, sink, driver):
     campaign, view = await _view_link(client, db, ws, driver, sink)
     page = await client.get(view, headers={"user-agent": CHROME})
     assert page.status_code == 200
@@ -27,11 +27,12 @@ async def test_the_web_view_shows_the_message_without_the_pixel(client, db, ws, 
     assert pixel(page.text) is None
     tracked = [h for h in hrefs(page.text) if "/l/" in h]
     assert len(tracked) == 2  # its links work as the email's do
+    await app.state.hits.flush()
     stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
     assert stats["opened"] == 0
 
 
-async def test_altered_or_deleted_is_a_404_page(client, db, ws, sink, driver):
+async def test_altered_or_deleted_is_a_404_page(app, client, db, ws, sink, driver):
     _campaign, view = await _view_link(client, db, ws, driver, sink)
     altered = view[:-2] + ("AA" if not view.endswith("AA") else "BB")
     page = await client.get(altered)

@@ -25,6 +25,8 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -88,8 +90,24 @@ def _executor(settings: Settings) -> Executor | None:
         return None
     # Spawned, not forked: the parent runs an event loop and database threads.
     return ProcessPoolExecutor(
-        max_workers=processes, mp_context=multiprocessing.get_context("spawn")
+        max_workers=processes,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
     )
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """In each build process: leave when the worker that started it is gone. A worker killed
+    with SIGKILL cannot shut its pool down, and its idle build processes would otherwise wait
+    on their queue forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="mailroom-parent-watch", daemon=True).start()
 
 
 class SendEngine:

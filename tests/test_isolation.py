@@ -343,6 +343,27 @@ CASES = [
         CP,
     ),
     Case("get-message", "GET", "/api/v1/send/{id}", "/api/v1/send/{a_message}", MS),
+    Case(
+        "campaign-report",
+        "GET",
+        "/api/v1/campaigns/{id}/report",
+        "/api/v1/campaigns/{a_campaign}/report",
+        CP,
+    ),
+    Case(
+        "confirm-foreign-contact-on-foreign-list",
+        "POST",
+        "/api/v1/lists/{id}/contacts/{contact_id}/confirmation",
+        "/api/v1/lists/{a_list}/contacts/{a_contact}/confirmation",
+        L,
+    ),
+    Case(
+        "confirm-foreign-contact-on-own-list",
+        "POST",
+        "/api/v1/lists/{id}/contacts/{contact_id}/confirmation",
+        "/api/v1/lists/{b_list}/contacts/{a_contact}/confirmation",
+        C,
+    ),
 ]
 
 

@@ -50,6 +50,9 @@ never do, and neither do previews (POST operations marked `x-read-only`).
 """
 
 ROUTERS = [
+    # First: the open pixel and click redirect are the hottest paths (route matching walks
+    # this list in order).
+    tracking_router,
     system_router,
     account_router,
     audit_router,
@@ -67,7 +70,6 @@ ROUTERS = [
     media_router,
     media_public_router,
     pages_router,
-    tracking_router,
 ]
 
 

@@ -446,6 +446,16 @@ def _campaign(w: World) -> str:
     return str(w.extra["campaign"])
 
 
+async def _awaiting_confirmation(w: World) -> None:
+    """A on a double opt-in list, unconfirmed, and a sender for the confirmation email."""
+    await _identity(w)
+    made = await w.ok("POST", "/api/v1/lists", 201, json={"name": "Weekly", "double_opt_in": True})
+    w.extra["weekly"] = made["list"]["id"]
+    await w.ok(
+        "POST", f"/api/v1/lists/{w.extra['weekly']}/contacts", json={"contact_ids": [w.id(A)]}
+    )
+
+
 NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]], Any]] = {
     "POST /api/v1/tags": (lambda w: w.call("POST", "/api/v1/tags", json={"name": "new"}), None),
     "PATCH /api/v1/tags/{id}": (
@@ -614,6 +624,13 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
         None,
     ),
     "POST /api/v1/sending/pause": (lambda w: w.call("POST", "/api/v1/sending/pause"), None),
+    # Queues the confirmation email; the membership changes only when the link is followed.
+    "POST /api/v1/lists/{id}/contacts/{contact_id}/confirmation": (
+        lambda w: w.call(
+            "POST", f"/api/v1/lists/{w.extra['weekly']}/contacts/{w.id(A)}/confirmation"
+        ),
+        _awaiting_confirmation,
+    ),
     "POST /api/v1/sending/resume": (lambda w: w.call("POST", "/api/v1/sending/resume"), _paused),
 }
 

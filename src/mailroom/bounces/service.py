@@ -27,7 +27,7 @@ from mailroom.events import service as events
 from mailroom.models import Contact, DeliveryReport, SendLog
 from mailroom.sending import health
 from mailroom.sending.addresses import BOUNCE, MAIL_UNSUBSCRIBE
-from mailroom.sending.outcomes import contact_blocked, message_data
+from mailroom.sending.outcomes import contact_blocked, message_data_of
 from mailroom.settings import Settings
 from mailroom.suppressions import service as suppressions
 
@@ -119,13 +119,18 @@ async def _apply(ctx: Context, row: SendLog, outcome: Outcome) -> str:
     if outcome.kind == "delivered":
         first = await _set_first(ctx, row, SendLog.delivered_at, now)
         if first:
-            await events.emit(ctx, "email.delivered", _data(row), campaign_id=row.campaign_id)
+            await events.emit(
+                ctx, "email.delivered", message_data_of(row), campaign_id=row.campaign_id
+            )
         return "delivered"
     if outcome.kind == "complaint":
         first = await _set_first(ctx, row, SendLog.complained_at, now, status="complained")
         await contact_blocked(ctx, row.contact_id, row.email, reason="complained", source="fbl")
         if first:
-            data = {**_data(row), "complaint": {"feedback_type": outcome.diagnostic or "abuse"}}
+            data = {
+                **message_data_of(row),
+                "complaint": {"feedback_type": outcome.diagnostic or "abuse"},
+            }
             await events.emit(ctx, "email.complained", data, campaign_id=row.campaign_id)
             await health.check(ctx)
         return "complaint"
@@ -142,7 +147,7 @@ async def _hard(ctx: Context, row: SendLog, detail: str, now: Any) -> None:
     first = await _set_first(ctx, row, SendLog.bounced_at, now, status="bounced")
     await contact_blocked(ctx, row.contact_id, row.email, reason="bounced", source="dsn")
     if first:
-        data = {**_data(row), "bounce": {"type": "hard", "response": detail[:500]}}
+        data = {**message_data_of(row), "bounce": {"type": "hard", "response": detail[:500]}}
         await events.emit(ctx, "email.bounced", data, campaign_id=row.campaign_id)
         await health.check(ctx)
 
@@ -181,17 +186,6 @@ async def _soft_limit_reached(ctx: Context, row: SendLog, now: Any) -> bool:
         )
     )
     return int(messages or 0) >= SOFT_LIMIT
-
-
-def _data(row: SendLog) -> dict[str, Any]:
-    return message_data(
-        row_id=row.id,
-        message_id=row.message_id,
-        kind=row.kind,
-        campaign_id=row.campaign_id,
-        email=row.email,
-        contact_id=row.contact_id,
-    )
 
 
 async def _unsubscribe(db: Database, settings: Settings, row_id: str) -> str:

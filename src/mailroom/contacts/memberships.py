@@ -20,6 +20,7 @@ from mailroom.contacts.selection import (
 from mailroom.core.context import Context
 from mailroom.core.ids import new_id
 from mailroom.events import bulk as bulk_events
+from mailroom.events import service as events
 from mailroom.webhooks import fanout
 
 # kind -> (membership table, its group column, the event a removal writes)
@@ -63,6 +64,13 @@ async def change_and_emit(
 def group_payload(kind: str, group: Any) -> dict[str, Any]:
     """What a membership event carries beside the contact: `{"list": {id, name}}`."""
     return {kind: {"id": group.id, "name": group.name}}
+
+
+async def list_event(ctx: Context, event: str, contact: Any, list_id: str, list_name: str) -> None:
+    """`contact.list_joined` / `contact.list_left` for one contact, with the list dimension."""
+    await events.emit_contact_event(
+        ctx, event, contact, extra={"list": {"id": list_id, "name": list_name}}, list_id=list_id
+    )
 
 
 async def drop_group(ctx: Context, kind: str, group: Any) -> int:

@@ -15,13 +15,13 @@ from html import escape
 from sqlalchemy import select, update
 
 from mailroom.accounts import service as accounts
+from mailroom.contacts import memberships
 from mailroom.contacts import service as contacts
 from mailroom.core import tokens
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.db import Database
-from mailroom.events import service as events
 from mailroom.lists import service as lists
 from mailroom.models import Contact, ListMember, MailingList, Workspace
 from mailroom.sending import transactional
@@ -154,12 +154,8 @@ async def confirm(db: Database, settings: Settings, pending: Pending) -> bool:
             select(MailingList).where(MailingList.id == pending.list_id)
         )
         assert mailing_list is not None
-        await events.emit_contact_event(
-            ctx,
-            "contact.list_joined",
-            contact,
-            extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
-            list_id=mailing_list.id,
+        await memberships.list_event(
+            ctx, "contact.list_joined", contact, mailing_list.id, mailing_list.name
         )
     return True
 

@@ -16,7 +16,6 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.db import insert_ignoring_conflicts
-from mailroom.events import service as events
 from mailroom.models import Contact, ListMember, MailingList
 from mailroom.named import Named
 
@@ -194,12 +193,8 @@ async def add_members(ctx: Context, list_id: str, raw_ids: Any) -> MembershipCha
             continue
         result.added += 1
         if confirmed:
-            await events.emit_contact_event(
-                ctx,
-                "contact.list_joined",
-                contact,
-                extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
-                list_id=mailing_list.id,
+            await memberships.list_event(
+                ctx, "contact.list_joined", contact, mailing_list.id, mailing_list.name
             )
     await ctx.session.flush()
     return result
@@ -215,12 +210,8 @@ async def remove_member(ctx: Context, list_id: str, contact_id: str) -> None:
     )
     if removed is None:  # not a member, or removed by a concurrent request
         raise ApiError(404, "This contact is not on the list")
-    await events.emit_contact_event(
-        ctx,
-        "contact.list_left",
-        contact,
-        extra={"list": {"id": mailing_list.id, "name": mailing_list.name}},
-        list_id=mailing_list.id,
+    await memberships.list_event(
+        ctx, "contact.list_left", contact, mailing_list.id, mailing_list.name
     )
 
 

@@ -14,12 +14,12 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from mailroom.accounts import service as accounts
+from mailroom.contacts import memberships
 from mailroom.contacts import service as contacts
 from mailroom.core import tokens
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.db import Database, insert_ignoring_conflicts
-from mailroom.events import service as events
 from mailroom.models import Contact, ListMember, MailingList, Workspace
 from mailroom.sending.addresses import PREFERENCES
 from mailroom.settings import Settings
@@ -125,16 +125,13 @@ async def _lists(ctx: Context, current: Preferences, contact_id: str, wanted: se
     contact = await contacts.get_contact(ctx, contact_id)
     now = utcnow()
     for list_id, list_name, member in current.lists:
-        about = {"list": {"id": list_id, "name": list_name}}
         if member and list_id not in wanted:
             await ctx.session.execute(
                 delete(ListMember).where(
                     ListMember.list_id == list_id, ListMember.contact_id == contact_id
                 )
             )
-            await events.emit_contact_event(
-                ctx, "contact.list_left", contact, extra=about, list_id=list_id
-            )
+            await memberships.list_event(ctx, "contact.list_left", contact, list_id, list_name)
         elif not member and list_id in wanted and contact.status == "subscribed":
             await ctx.session.execute(
                 insert_ignoring_conflicts(ctx.session, ListMember).values(
@@ -146,6 +143,4 @@ async def _lists(ctx: Context, current: Preferences, contact_id: str, wanted: se
                     confirmed_at=now,
                 )
             )
-            await events.emit_contact_event(
-                ctx, "contact.list_joined", contact, extra=about, list_id=list_id
-            )
+            await memberships.list_event(ctx, "contact.list_joined", contact, list_id, list_name)

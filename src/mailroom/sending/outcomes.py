@@ -146,6 +146,18 @@ def message_data(
     }
 
 
+def message_data_of(row: Any) -> dict[str, Any]:
+    """`message_data` of a send-log row (or a row of its columns)."""
+    return message_data(
+        row_id=row.id,
+        message_id=row.message_id,
+        kind=row.kind,
+        campaign_id=row.campaign_id,
+        email=row.email,
+        contact_id=row.contact_id,
+    )
+
+
 def _message(outcome: Outcome) -> dict[str, Any]:
     row = outcome.row
     return message_data(

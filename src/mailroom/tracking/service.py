@@ -25,7 +25,7 @@ from sqlalchemy import bindparam, select, update
 from mailroom.db import Database
 from mailroom.events import service as events
 from mailroom.models import SendLog, TrackingHit
-from mailroom.sending.outcomes import Contexts, message_data
+from mailroom.sending.outcomes import Contexts, message_data_of
 from mailroom.settings import Settings
 
 MAX_AGENT = 300
@@ -120,11 +120,13 @@ async def store(db: Database, settings: Settings, hits: list[Hit]) -> None:
         for rid in sorted(opened):
             row = rows[rid]
             ctx = await contexts(row.workspace_id)
-            await events.emit(ctx, "email.opened", _data(row), campaign_id=row.campaign_id)
+            await events.emit(
+                ctx, "email.opened", message_data_of(row), campaign_id=row.campaign_id
+            )
         for rid in sorted(clicked):
             row, hit = rows[rid], first_click[rid]
             ctx = await contexts(row.workspace_id)
-            data = {**_data(row), "link": {"url": hit.url, "index": hit.index}}
+            data = {**message_data_of(row), "link": {"url": hit.url, "index": hit.index}}
             await events.emit(ctx, "email.clicked", data, campaign_id=row.campaign_id)
 
 
@@ -139,14 +141,3 @@ async def _first(session: Any, column: Any, ids: set[str], at: datetime) -> set[
         .returning(SendLog.id)
     )
     return {str(rid) for rid in done.scalars().all()}
-
-
-def _data(row: Any) -> dict[str, Any]:
-    return message_data(
-        row_id=row.id,
-        message_id=row.message_id,
-        kind=row.kind,
-        campaign_id=row.campaign_id,
-        email=row.email,
-        contact_id=row.contact_id,
-    )

@@ -18,10 +18,10 @@ from mailroom.core import tokens
 from mailroom.db import Database
 from mailroom.models import Campaign, Contact, SendLog, Workspace
 from mailroom.sending.addresses import WEBVIEW
+from mailroom.sending.build import personalise
 from mailroom.sending.messages import recipient_for
 from mailroom.settings import Settings
-from mailroom.templates.render import RenderError, compile_cached, merge_context
-from mailroom.tracking import links
+from mailroom.templates.render import RenderError, compile_cached
 
 
 @dataclass(frozen=True)
@@ -95,35 +95,18 @@ async def webview(db: Database, settings: Settings, token: str) -> WebView | Non
 
     def render() -> str | None:
         try:
-            compiled = compile_cached(key, *content, text)
-            rendered = compiled.render(
-                merge_context(
-                    recipient,
-                    workspace_name=str(name or ""),
-                    unsubscribe_url=recipient.unsubscribe_url,
-                    preferences_url=recipient.preferences_url,
-                    webview_url=recipient.webview_url,
-                    variables=variables,
-                )
+            rendered = personalise(
+                compile_cached(key, *content, text),
+                recipient,
+                workspace_name=str(name or ""),
+                secret=settings.resolved_secret_key,
+                base_url=settings.public_url,
+                opens=False,  # viewing it is not an open
+                clicks=clicks,
             )
         except RenderError:
             return None
-        html = rendered.html or f"<pre>{_escape(rendered.text)}</pre>"
-        if clicks:
-            html = links.track(
-                html,
-                secret=settings.resolved_secret_key,
-                base_url=settings.public_url,
-                row_id=row_id,
-                opens=False,
-                clicks=True,
-                untracked=(
-                    recipient.unsubscribe_url,
-                    recipient.preferences_url,
-                    recipient.webview_url,
-                ),
-            )
-        return html
+        return rendered.html or f"<pre>{_escape(rendered.text)}</pre>"
 
     html = await asyncio.to_thread(render)
     return WebView(html, language) if html is not None else None

@@ -10,14 +10,20 @@ templates (`templates.render.compile_cached`) and opened keys (`domains.dkim.cac
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from mailroom.domains import dkim
 from mailroom.domains.keys import KeyUnavailable
 from mailroom.sending import mime
-from mailroom.templates.render import RenderError, compile_cached, merge_context
+from mailroom.templates.render import (
+    Compiled,
+    Rendered,
+    RenderError,
+    compile_cached,
+    merge_context,
+)
 from mailroom.tracking import links as tracking
 
 
@@ -82,6 +88,42 @@ class Built:
     error: str | None = None
 
 
+def personalise(
+    compiled: Compiled,
+    recipient: Recipient,
+    *,
+    workspace_name: str,
+    secret: str,
+    base_url: str,
+    opens: bool,
+    clicks: bool,
+) -> Rendered:
+    """One recipient's message: merged, then its links and pixel tracked as asked (never the
+    subscriber links). The web view calls it too, without the pixel. RenderError on failure."""
+    rendered = compiled.render(
+        merge_context(
+            recipient,
+            workspace_name=workspace_name,
+            unsubscribe_url=recipient.unsubscribe_url,
+            preferences_url=recipient.preferences_url,
+            webview_url=recipient.webview_url,
+            variables=recipient.variables,
+        )
+    )
+    if not rendered.html or not (opens or clicks):
+        return rendered
+    html = tracking.track(
+        rendered.html,
+        secret=secret,
+        base_url=base_url,
+        row_id=recipient.row_id,
+        opens=opens,
+        clicks=clicks,
+        untracked=(recipient.unsubscribe_url, recipient.preferences_url, recipient.webview_url),
+    )
+    return replace(rendered, html=html)
+
+
 def build(job: Job) -> list[Built]:
     """Every recipient's message of one job; one recipient's failure (its render, or a key
     that does not open) never stops the others."""
@@ -108,34 +150,19 @@ def build(job: Job) -> list[Built]:
     built: list[Built] = []
     for recipient in job.recipients:
         try:
-            rendered = compiled.render(
-                merge_context(
-                    recipient,
-                    workspace_name=job.workspace_name,
-                    unsubscribe_url=recipient.unsubscribe_url,
-                    preferences_url=recipient.preferences_url,
-                    webview_url=recipient.webview_url,
-                    variables=recipient.variables,
-                )
+            rendered = personalise(
+                compiled,
+                recipient,
+                workspace_name=job.workspace_name,
+                secret=job.secret,
+                base_url=job.base_url,
+                opens=content.track_opens,
+                clicks=content.track_clicks,
             )
         except RenderError as error:
             built.append(Built(recipient.row_id, None, str(error)))
             continue
         html = rendered.html
-        if html and (content.track_opens or content.track_clicks):
-            html = tracking.track(
-                html,
-                secret=job.secret,
-                base_url=job.base_url,
-                row_id=recipient.row_id,
-                opens=content.track_opens,
-                clicks=content.track_clicks,
-                untracked=(
-                    recipient.unsubscribe_url,
-                    recipient.preferences_url,
-                    recipient.webview_url,
-                ),
-            )
         raw = mime.build(
             mime.Message(
                 from_email=job.sender.from_email,

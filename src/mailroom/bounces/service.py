@@ -25,11 +25,11 @@ from mailroom.core.context import Context
 from mailroom.db import Database
 from mailroom.events import service as events
 from mailroom.models import Contact, DeliveryReport, SendLog
+from mailroom.pages import service as unsubscribe_page
 from mailroom.sending import health
 from mailroom.sending.addresses import BOUNCE, MAIL_UNSUBSCRIBE
 from mailroom.sending.outcomes import contact_blocked, message_data_of
 from mailroom.settings import Settings
-from mailroom.suppressions import service as suppressions
 
 log = logging.getLogger("mailroom.bounces")
 
@@ -190,8 +190,6 @@ async def _soft_limit_reached(ctx: Context, row: SendLog, now: Any) -> bool:
 
 async def _unsubscribe(db: Database, settings: Settings, row_id: str) -> str:
     """The List-Unsubscribe mailto: the same effect as the one-click link."""
-    from mailroom.contacts import service as contacts
-
     async with db.transaction() as session:
         row = await session.scalar(select(SendLog).where(SendLog.id == row_id))
         if row is None or not row.contact_id:
@@ -205,10 +203,5 @@ async def _unsubscribe(db: Database, settings: Settings, row_id: str) -> str:
             return "dropped"
         principal = await accounts.principal_for_workspace(session, row.workspace_id)
         ctx = Context(session, principal, settings)
-        if contact.status == "subscribed":
-            await contacts.update_contact(ctx, contact.id, {"status": "unsubscribed"})
-            await _set_first(ctx, row, SendLog.unsubscribed_at, utcnow())
-        await suppressions.suppress(
-            ctx, email=contact.email, reason="unsubscribed", source="unsubscribe_mail"
-        )
+        await unsubscribe_page.opt_out(ctx, contact, row_id=row.id, source="unsubscribe_mail")
     return "unsubscribed"

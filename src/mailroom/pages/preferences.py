@@ -21,9 +21,9 @@ from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.db import Database, insert_ignoring_conflicts
 from mailroom.models import Contact, ListMember, MailingList, Workspace
+from mailroom.pages.service import opt_out
 from mailroom.sending.addresses import PREFERENCES
 from mailroom.settings import Settings
-from mailroom.suppressions import service as suppressions
 
 
 @dataclass
@@ -37,11 +37,12 @@ class Preferences:
     lists: list[tuple[str, str, bool]] = field(default_factory=list)  # (id, name, member)
 
 
-def _ids(settings: Settings, token: str) -> tuple[str, str] | None:
+def _ids(settings: Settings, token: str) -> tuple[str, str, str] | None:
+    """(workspace, contact, the message whose link it was)."""
     parts = tokens.read(settings.resolved_secret_key, PREFERENCES, token)
     if parts is None or len(parts) != 3:
         return None
-    return parts[0], parts[1]
+    return parts[0], parts[1], parts[2]
 
 
 async def _load(session: Any, workspace_id: str, contact_id: str) -> Preferences | None:
@@ -85,7 +86,7 @@ async def look(db: Database, settings: Settings, token: str) -> Preferences | No
     if ids is None:
         return None
     async with db.session(write=False) as session:
-        return await _load(session, *ids)
+        return await _load(session, ids[0], ids[1])
 
 
 async def save(
@@ -96,7 +97,7 @@ async def save(
     ids = _ids(settings, token)
     if ids is None:
         return None
-    workspace_id, contact_id = ids
+    workspace_id, contact_id, row_id = ids
     async with db.transaction() as session:
         current = await _load(session, workspace_id, contact_id)
         if current is None:
@@ -104,11 +105,8 @@ async def save(
         principal = await accounts.principal_for_workspace(session, workspace_id)
         ctx = Context(session, principal, settings)
         if form.get("action") == "unsubscribe_all":
-            if current.status == "subscribed":
-                await contacts.update_contact(ctx, contact_id, {"status": "unsubscribed"})
-            await suppressions.suppress(
-                ctx, email=current.email, reason="unsubscribed", source="preferences_page"
-            )
+            contact = await contacts.get_contact(ctx, contact_id)
+            await opt_out(ctx, contact, row_id=row_id, source="preferences_page")
         else:
             changes: dict[str, Any] = {
                 key: str(form.get(key) or "").strip() or None

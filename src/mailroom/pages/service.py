@@ -71,6 +71,32 @@ async def look(db: Database, settings: Settings, token: str) -> Subscriber | Non
     return _subscriber(loaded[0], loaded[1]) if loaded else None
 
 
+async def opt_out(ctx: Context, contact: Contact, *, row_id: str | None, source: str) -> bool:
+    """The one unsubscribe effect of every path (link, one-click, mailto, preferences page):
+    a subscribed contact becomes `unsubscribed` (`contact.unsubscribed`), the address is
+    suppressed as `unsubscribed` whatever the status (never weakening a bounce or complaint),
+    and the message that carried it counts it once. Whether anything changed."""
+    changed = contact.status == "subscribed"
+    if changed:
+        await contacts.update_contact(ctx, contact.id, {"status": "unsubscribed"})
+    outcome = await suppressions.suppress(
+        ctx, email=contact.email, reason="unsubscribed", source=source
+    )
+    if contact.status == "archived" and contact.previous_status in (None, "subscribed"):
+        changed = changed or outcome != "unchanged"
+    if changed and row_id:
+        await ctx.session.execute(
+            update(SendLog)
+            .where(
+                SendLog.id == row_id,
+                SendLog.workspace_id == contact.workspace_id,
+                SendLog.unsubscribed_at.is_(None),
+            )
+            .values(unsubscribed_at=utcnow())
+        )
+    return changed
+
+
 async def unsubscribe(
     db: Database, settings: Settings, token: str
 ) -> tuple[Subscriber, bool] | None:
@@ -89,22 +115,5 @@ async def unsubscribe(
         contact, workspace_name, row_id = loaded
         principal = await accounts.principal_for_workspace(session, contact.workspace_id)
         ctx = Context(session, principal, settings)
-        changed = contact.status == "subscribed"
-        if changed:
-            await contacts.update_contact(ctx, contact.id, {"status": "unsubscribed"})
-        outcome = await suppressions.suppress(
-            ctx, email=contact.email, reason="unsubscribed", source=SOURCE
-        )
-        if contact.status == "archived" and contact.previous_status in (None, "subscribed"):
-            changed = changed or outcome != "unchanged"
-        if changed:
-            await session.execute(
-                update(SendLog)
-                .where(
-                    SendLog.id == row_id,
-                    SendLog.workspace_id == contact.workspace_id,
-                    SendLog.unsubscribed_at.is_(None),
-                )
-                .values(unsubscribed_at=utcnow())
-            )
+        changed = await opt_out(ctx, contact, row_id=row_id, source=SOURCE)
         return _subscriber(contact, workspace_name), not changed

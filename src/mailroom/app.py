@@ -84,6 +84,7 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await db.warm()
         host = WorkerHost(db, settings) if run_worker else None
         if host:
             host.start()

@@ -159,6 +159,7 @@ def bounces(
 
     async def run() -> None:
         db = Database(settings.resolved_database_url)
+        await db.warm()
         server, _handler = await listener.start(db, settings, address)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

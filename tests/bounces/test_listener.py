@@ -4,6 +4,8 @@ auto-replies, the generic bounces@ address, forged tokens, and the List-Unsubscr
 
 from __future__ import annotations
 
+import asyncio
+
 import aiosmtplib
 from sqlalchemy import select
 
@@ -225,3 +227,48 @@ async def test_the_list_unsubscribe_mailto_unsubscribes(
     assert (await get_campaign(client, ws, campaign["id"]))["stats"]["unsubscribed"] == 1
     forged = mailto.replace("unsubscribe+", "unsubscribe+x")
     await _deliver(bounce_listener, forged, b"Subject: unsubscribe\r\n\r\n")
+
+
+async def test_reports_arriving_together_are_acted_on_together_once_each(
+    client, db, ws, sink, driver, bounce_listener
+):
+    """Ten connections at once (the listener writes what arrives during one batch as the
+    next): each message's first report acts once, however many copies race, and one report
+    the listener cannot map does not turn the others away."""
+    people = [f"p{i}@mail.example" for i in range(12)]
+    campaign, sent = await _send(client, db, ws, driver, sink, emails=people)
+    shapes = ["postfix_hard"] * 8 + ["yahoo_arf"] * 2 + ["postfix_success"] * 2
+    deliveries = []
+    for person, shape in zip(people, shapes, strict=True):
+        return_path, message_id = sent[person]
+        data = report(shape, return_path=return_path, recipient=person, message_id=message_id)
+        deliveries += [(return_path, data), (return_path, data)]  # every report twice
+    forged = sent[people[0]][0].replace("bounces+", "bounces+x")
+    deliveries.append((forged, deliveries[0][1]))
+
+    async def connection(items):
+        host, port = bounce_listener
+        async with aiosmtplib.SMTP(hostname=host, port=port, start_tls=False) as smtp:
+            for to, data in items:
+                await smtp.mail("")
+                await smtp.rcpt(to)
+                await smtp.data(data)
+
+    await asyncio.gather(*(connection(deliveries[i::10]) for i in range(10)))
+
+    stats = (await get_campaign(client, ws, campaign["id"]))["stats"]
+    assert (stats["bounced"], stats["complained"], stats["delivered"]) == (8, 2, 2)
+    assert len(await events_of(db, ws.workspace_id, "email.bounced")) == 8
+    assert len(await events_of(db, ws.workspace_id, "email.complained")) == 2
+    assert len(await events_of(db, ws.workspace_id, "email.delivered")) == 2
+    assert len(await events_of(db, ws.workspace_id, "contact.bounced")) == 8
+    assert len(await events_of(db, ws.workspace_id, "contact.complained")) == 2
+    statuses = {p: (await _contact(client, ws, p))["status"] for p in people}
+    assert statuses == dict(
+        zip(people, ["bounced"] * 8 + ["complained"] * 2 + ["subscribed"] * 2, strict=True)
+    )
+    async with db.session() as session:
+        reasons = sorted((await session.scalars(select(Suppression.reason))).all())
+        reports = (await session.scalars(select(DeliveryReport.kind))).all()
+    assert reasons == ["bounced"] * 8 + ["complained"] * 2
+    assert len(reports) == 24  # both copies of every report are kept; the forged one is not

@@ -16,6 +16,7 @@ from typing import Any
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from mailroom.bounces import service
+from mailroom.bounces.reports import read
 from mailroom.db import Database
 from mailroom.settings import Settings
 
@@ -24,11 +25,21 @@ log = logging.getLogger("mailroom.bounces")
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024  # a report quoting a large message is still taken
 
 
+MAX_BATCH = 200  # reports acted on in one transaction
+
+
 class ReportHandler:
+    """Answers each mail after acting on it (250 only once its effect is committed: a mail
+    that fails gets a 451 and its sender tries again). Reports that arrive while a batch is
+    being written are written together next, so a flood of bounces costs a few statements per
+    batch rather than per report."""
+
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.settings = settings
         self.handled: dict[str, int] = {}
+        self._waiting: list[tuple[service.Inbound, asyncio.Future[str]]] = []
+        self._writer: asyncio.Task[None] | None = None
 
     async def handle_RCPT(
         self, server: Any, session: Session, envelope: Envelope, address: str, options: Any
@@ -37,15 +48,58 @@ class ReportHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Session, envelope: Envelope) -> str:
-        data = envelope.original_content or b""
         try:
-            what = await service.handle(self.db, self.settings, list(envelope.rcpt_tos), data)
+            what = await self._handle(list(envelope.rcpt_tos), envelope.original_content or b"")
         except Exception:
             # Tell the sender to try again later: the report is not lost.
             log.exception("acting on an inbound report failed")
             return "451 4.3.0 Temporary failure, try again later"
         self.handled[what] = self.handled.get(what, 0) + 1
         return "250 2.0.0 OK"
+
+    async def _handle(self, recipients: list[str], data: bytes) -> str:
+        target = service.addressed(self.settings, recipients)
+        if target is None:
+            return "dropped"
+        if target.kind == "unsubscribe":
+            return await service.unsubscribe(self.db, self.settings, target.row_id or "")
+        report = read(data)
+        if not report.outcomes:
+            return "ignored"
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiting.append((service.Inbound(target, report), future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write(), name="mailroom-bounce-batch")
+        return await future
+
+    async def _write(self) -> None:
+        while self._waiting:
+            batch = self._waiting[:MAX_BATCH]
+            del self._waiting[:MAX_BATCH]
+            try:
+                words = await service.act(self.db, self.settings, [mail for mail, _ in batch])
+            except Exception as problem:
+                if len(batch) == 1:
+                    _settle(batch[0][1], error=problem)
+                    continue
+                # One report that cannot be acted on must not turn away the others.
+                for mail, future in batch:
+                    try:
+                        _settle(future, (await service.act(self.db, self.settings, [mail]))[0])
+                    except Exception as alone:
+                        _settle(future, error=alone)
+                continue
+            for (_, future), word in zip(batch, words, strict=True):
+                _settle(future, word)
+
+
+def _settle(future: asyncio.Future[str], word: str = "", error: Exception | None = None) -> None:
+    if future.done():  # the sender hung up
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(word)
 
 
 def parse_address(value: str) -> tuple[str, int]:

@@ -15,26 +15,29 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy.orm import aliased
 
 from mailroom.accounts import service as accounts
 from mailroom.bounces.reports import Outcome, Report, read
 from mailroom.core import tokens
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
-from mailroom.db import Database
+from mailroom.core.ids import new_id
+from mailroom.db import Database, chunks
 from mailroom.events import service as events
 from mailroom.models import Contact, DeliveryReport, SendLog
 from mailroom.pages import service as unsubscribe_page
 from mailroom.sending import health
 from mailroom.sending.addresses import BOUNCE, MAIL_UNSUBSCRIBE
-from mailroom.sending.outcomes import contact_blocked, message_data_of
+from mailroom.sending.outcomes import Contexts, contacts_blocked, message_data_of
 from mailroom.settings import Settings
 
 log = logging.getLogger("mailroom.bounces")
 
 SOFT_LIMIT = 3  # soft bounces of different messages ...
 SOFT_WINDOW = timedelta(days=15)  # ... within this, with no delivery between: a hard bounce
+Delivered = aliased(DeliveryReport)
 
 
 @dataclass(frozen=True)
@@ -59,39 +62,124 @@ def target_of(settings: Settings, address: str) -> Target | None:
     return None
 
 
+@dataclass(frozen=True)
+class Inbound:
+    """One mail that came back, read and addressed (`target` verified)."""
+
+    target: Target
+    report: Report
+
+
+def addressed(settings: Settings, recipients: list[str]) -> Target | None:
+    """The first recipient whose token verifies, or None."""
+    for recipient in recipients:
+        target = target_of(settings, recipient)
+        if target is not None:
+            return target
+    log.warning("dropped a report to %s: no verifiable token", ", ".join(recipients)[:200])
+    return None
+
+
 async def handle(db: Database, settings: Settings, recipients: list[str], data: bytes) -> str:
     """Act on one inbound mail; a word saying what happened (for the log and the tests)."""
-    targets = [t for t in (target_of(settings, r) for r in recipients) if t is not None]
-    if not targets:
-        log.warning("dropped a report to %s: no verifiable token", ", ".join(recipients)[:200])
+    target = addressed(settings, recipients)
+    if target is None:
         return "dropped"
-    target = targets[0]
     if target.kind == "unsubscribe":
-        return await _unsubscribe(db, settings, target.row_id or "")
+        return await unsubscribe(db, settings, target.row_id or "")
     report = read(data)
     if not report.outcomes:
         return "ignored"
+    return (await act(db, settings, [Inbound(target, report)]))[0]
+
+
+@dataclass
+class _Acted:
+    row: Any
+    outcome: Outcome
+    word: str = ""
+    detail: str = ""
+
+
+async def act(db: Database, settings: Settings, mails: list[Inbound]) -> list[str]:
+    """Act on a batch of reports in one transaction with a fixed number of statements, however
+    many reports (the listener gathers what arrives while the previous batch is written): a
+    word per mail, in order."""
     async with db.transaction() as session:
-        row = await _row_of(session, target, report)
-        if row is None:
-            log.warning("dropped a %s report: its message is unknown", report.kind)
-            return "dropped"
-        principal = await accounts.principal_for_workspace(session, row.workspace_id)
-        ctx = Context(session, principal, settings)
-        outcome = _outcome_for(report, row.email)
-        return await _apply(ctx, row, outcome)
-
-
-async def _row_of(session: Any, target: Target, report: Report) -> SendLog | None:
-    if target.kind == "bounce":
-        found: SendLog | None = await session.scalar(
-            select(SendLog).where(SendLog.id == target.row_id)
+        rows = await _rows_of(session, mails)
+        words = ["dropped"] * len(mails)
+        by_mail: dict[int, _Acted] = {}
+        for i, mail in enumerate(mails):
+            row = rows.get(_key(mail))
+            if row is None:
+                log.warning("dropped a %s report: its message is unknown", mail.report.kind)
+                continue
+            by_mail[i] = _Acted(row, _outcome_for(mail.report, row.email))
+        acted = list(by_mail.values())
+        if not acted:
+            return words
+        now = utcnow()
+        await session.execute(
+            insert(DeliveryReport),
+            [
+                {
+                    "id": new_id(),
+                    "workspace_id": a.row.workspace_id,
+                    "send_log_id": a.row.id,
+                    "contact_id": a.row.contact_id,
+                    "kind": a.outcome.kind,
+                    "status": a.outcome.status,
+                    "diagnostic": a.outcome.diagnostic[:500],
+                    "created_at": now,
+                }
+                for a in acted
+            ],
         )
-        return found
-    message_id = (report.original_message_id or "").strip().strip("<>")
-    if not message_id:
-        return None
-    found = await session.scalar(select(SendLog).where(SendLog.message_id == message_id))
+        await _soft_to_hard(session, [a for a in acted if a.outcome.kind == "soft"], now)
+        contexts = Contexts(session, settings)
+        await _delivered(
+            session, contexts, [a for a in acted if a.outcome.kind == "delivered"], now
+        )
+        hurt = await _blocked(session, contexts, acted, now)
+        for workspace_id in sorted(hurt):
+            await health.check(await contexts(workspace_id))
+        for i, a in by_mail.items():
+            words[i] = a.word or a.outcome.kind  # a soft bounce may have become hard
+        return words
+
+
+def _key(mail: Inbound) -> str:
+    if mail.target.kind == "bounce":
+        return f"id:{mail.target.row_id}"
+    return f"mid:{(mail.report.original_message_id or '').strip().strip('<>')}"
+
+
+_ROW_COLUMNS = (
+    SendLog.id,
+    SendLog.workspace_id,
+    SendLog.campaign_id,
+    SendLog.contact_id,
+    SendLog.email,
+    SendLog.kind,
+    SendLog.message_id,
+)
+
+
+async def _rows_of(session: Any, mails: list[Inbound]) -> dict[str, Any]:
+    """The send-log rows the batch names, by `_key`: by verified token, or by the quoted
+    Message-ID for a report to the generic address."""
+    ids = sorted({m.target.row_id for m in mails if m.target.kind == "bounce" and m.target.row_id})
+    message_ids = sorted(
+        {k[4:] for k in (_key(m) for m in mails if m.target.kind == "generic") if k != "mid:"}
+    )
+    found: dict[str, Any] = {}
+    for part in chunks(session, ids):
+        for row in await session.execute(select(*_ROW_COLUMNS).where(SendLog.id.in_(part))):
+            found[f"id:{row.id}"] = row
+    for part in chunks(session, message_ids):
+        rows = await session.execute(select(*_ROW_COLUMNS).where(SendLog.message_id.in_(part)))
+        for row in rows:
+            found[f"mid:{row.message_id}"] = row
     return found
 
 
@@ -102,93 +190,116 @@ def _outcome_for(report: Report, email: str) -> Outcome:
     return report.outcomes[0]
 
 
-async def _apply(ctx: Context, row: SendLog, outcome: Outcome) -> str:
-    now = utcnow()
-    ctx.session.add(
-        DeliveryReport(
-            workspace_id=row.workspace_id,
-            send_log_id=row.id,
-            contact_id=row.contact_id,
-            kind=outcome.kind,
-            status=outcome.status,
-            diagnostic=outcome.diagnostic[:500],
-            created_at=now,
-        )
+async def _soft_to_hard(session: Any, soft: list[_Acted], now: Any) -> None:
+    """A soft bounce is a hard one when its contact has had soft bounces of `SOFT_LIMIT`
+    different messages within `SOFT_WINDOW`, with no delivery report since the first."""
+    contacts = sorted({a.row.contact_id for a in soft if a.row.contact_id})
+    if not contacts:
+        return
+    since = now - SOFT_WINDOW
+    last_delivery = (
+        select(func.max(Delivered.created_at))
+        .where(Delivered.contact_id == DeliveryReport.contact_id, Delivered.kind == "delivered")
+        .scalar_subquery()
     )
-    await ctx.session.flush()
-    if outcome.kind == "delivered":
-        first = await _set_first(ctx, row, SendLog.delivered_at, now)
-        if first:
-            await events.emit(
-                ctx, "email.delivered", message_data_of(row), campaign_id=row.campaign_id
+    counts: dict[str, int] = {}
+    for part in chunks(session, contacts):
+        rows = await session.execute(
+            select(DeliveryReport.contact_id, func.count(func.distinct(DeliveryReport.send_log_id)))
+            .where(
+                DeliveryReport.contact_id.in_(part),
+                DeliveryReport.kind == "soft",
+                DeliveryReport.created_at >= since,
+                or_(last_delivery.is_(None), DeliveryReport.created_at >= last_delivery),
             )
-        return "delivered"
-    if outcome.kind == "complaint":
-        first = await _set_first(ctx, row, SendLog.complained_at, now, status="complained")
-        await contact_blocked(ctx, row.contact_id, row.email, reason="complained", source="fbl")
-        if first:
-            data = {
-                **message_data_of(row),
-                "complaint": {"feedback_type": outcome.diagnostic or "abuse"},
-            }
-            await events.emit(ctx, "email.complained", data, campaign_id=row.campaign_id)
-            await health.check(ctx)
-        return "complaint"
-    if outcome.kind == "soft" and not await _soft_limit_reached(ctx, row, now):
-        return "soft"
-    detail = outcome.diagnostic or outcome.status
-    if outcome.kind == "soft":
-        detail = f"{SOFT_LIMIT} soft bounces within {SOFT_WINDOW.days} days: {detail}"
-    await _hard(ctx, row, detail, now)
-    return "hard"
+            .group_by(DeliveryReport.contact_id)
+        )
+        counts.update({contact_id: int(count) for contact_id, count in rows})
+    for a in soft:
+        if counts.get(a.row.contact_id or "", 0) >= SOFT_LIMIT:
+            a.word = "hard"
+            a.detail = (
+                f"{SOFT_LIMIT} soft bounces within {SOFT_WINDOW.days} days: "
+                f"{a.outcome.diagnostic or a.outcome.status}"
+            )
 
 
-async def _hard(ctx: Context, row: SendLog, detail: str, now: Any) -> None:
-    first = await _set_first(ctx, row, SendLog.bounced_at, now, status="bounced")
-    await contact_blocked(ctx, row.contact_id, row.email, reason="bounced", source="dsn")
-    if first:
-        data = {**message_data_of(row), "bounce": {"type": "hard", "response": detail[:500]}}
-        await events.emit(ctx, "email.bounced", data, campaign_id=row.campaign_id)
-        await health.check(ctx)
+async def _delivered(session: Any, contexts: Contexts, done: list[_Acted], now: Any) -> None:
+    first = await _set_first(session, [a.row.id for a in done], SendLog.delivered_at, now)
+    for a in _once(done, first):
+        await events.emit(
+            await contexts(a.row.workspace_id),
+            "email.delivered",
+            message_data_of(a.row),
+            campaign_id=a.row.campaign_id,
+        )
+
+
+async def _blocked(session: Any, contexts: Contexts, acted: list[_Acted], now: Any) -> set[str]:
+    """Hard bounces and complaints: the message's status, the contact and address blocked,
+    `email.bounced` / `email.complained` on a message's first report. The workspaces whose
+    health needs a look."""
+    hurt: set[str] = set()
+    for kind, column, status, source in (
+        ("complaint", SendLog.complained_at, "complained", "fbl"),
+        ("hard", SendLog.bounced_at, "bounced", "dsn"),
+    ):
+        group = [a for a in acted if (a.word or a.outcome.kind) == kind]
+        if not group:
+            continue
+        first = await _set_first(session, [a.row.id for a in group], column, now, status=status)
+        for workspace_id in sorted({a.row.workspace_id for a in group}):
+            ctx = await contexts(workspace_id)
+            mine = [a for a in group if a.row.workspace_id == workspace_id]
+            blocked = [(a.row.contact_id, a.row.email) for a in mine]
+            await contacts_blocked(ctx, blocked, reason=status, source=source)
+            for a in _once(mine, first):
+                hurt.add(workspace_id)
+                if kind == "complaint":
+                    detail = {"complaint": {"feedback_type": a.outcome.diagnostic or "abuse"}}
+                    event = "email.complained"
+                else:
+                    response = (a.detail or a.outcome.diagnostic or a.outcome.status)[:500]
+                    detail = {"bounce": {"type": "hard", "response": response}}
+                    event = "email.bounced"
+                data = {**message_data_of(a.row), **detail}
+                await events.emit(ctx, event, data, campaign_id=a.row.campaign_id)
+    return hurt
+
+
+def _once(group: list[_Acted], first: set[str]) -> list[_Acted]:
+    """The reports of the messages this batch marked first, one per message."""
+    seen: set[str] = set()
+    chosen = []
+    for a in group:
+        if a.row.id in first and a.row.id not in seen:
+            seen.add(a.row.id)
+            chosen.append(a)
+    return chosen
 
 
 async def _set_first(
-    ctx: Context, row: SendLog, column: Any, now: Any, *, status: str | None = None
-) -> bool:
-    """Set the row's `column` once (a guarded UPDATE: a report repeated or racing acts once)."""
+    session: Any, ids: list[str], column: Any, now: Any, *, status: str | None = None
+) -> set[str]:
+    """Set each row's `column` once (a guarded UPDATE: a report repeated or racing acts once);
+    the rows set now."""
     values: dict[str, Any] = {column.key: now, "updated_at": now}
     if status:
         values["status"] = status
-    done = await ctx.session.execute(
-        update(SendLog).where(SendLog.id == row.id, column.is_(None)).values(values)
-    )
-    return bool(getattr(done, "rowcount", 0))
-
-
-async def _soft_limit_reached(ctx: Context, row: SendLog, now: Any) -> bool:
-    """Three soft bounces of different messages for this contact within 15 days, with no
-    delivery report since the first of them."""
-    if not row.contact_id:
-        return False
-    since = now - SOFT_WINDOW
-    delivered = await ctx.session.scalar(
-        select(func.max(DeliveryReport.created_at)).where(
-            DeliveryReport.contact_id == row.contact_id, DeliveryReport.kind == "delivered"
+    first: set[str] = set()
+    for part in chunks(session, sorted(set(ids))):
+        done = await session.execute(
+            update(SendLog)
+            .where(SendLog.id.in_(part), column.is_(None))
+            .values(values)
+            .returning(SendLog.id)
+            .execution_options(synchronize_session=False)
         )
-    )
-    if delivered is not None and delivered > since:
-        since = delivered
-    messages = await ctx.session.scalar(
-        select(func.count(func.distinct(DeliveryReport.send_log_id))).where(
-            DeliveryReport.contact_id == row.contact_id,
-            DeliveryReport.kind == "soft",
-            DeliveryReport.created_at >= since,
-        )
-    )
-    return int(messages or 0) >= SOFT_LIMIT
+        first.update(str(rid) for rid in done.scalars().all())
+    return first
 
 
-async def _unsubscribe(db: Database, settings: Settings, row_id: str) -> str:
+async def unsubscribe(db: Database, settings: Settings, row_id: str) -> str:
     """The List-Unsubscribe mailto: the same effect as the one-click link."""
     async with db.transaction() as session:
         row = await session.scalar(select(SendLog).where(SendLog.id == row_id))

@@ -14,17 +14,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, select, update
+from sqlalchemy import bindparam, exists, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.accounts import service as accounts
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
+from mailroom.db import chunks
 from mailroom.events import service as events
 from mailroom.models import Campaign, Contact, SendLog
 from mailroom.sending import health, limits
 from mailroom.settings import Settings
 from mailroom.suppressions import service as suppressions
+from mailroom.webhooks import fanout
 
 RETRY_DELAYS = (60, 300, 900, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600)
 GIVE_UP_AFTER = timedelta(days=3)
@@ -173,25 +175,49 @@ def _message(outcome: Outcome) -> dict[str, Any]:
 async def contact_blocked(
     ctx: Context, contact_id: str | None, email: str, *, reason: str, source: str
 ) -> None:
-    """A hard bounce (`reason="bounced"`) or a complaint (`"complained"`): the address is
-    suppressed for that reason (never weakening a stronger one), and the contact takes the
-    status with `contact.bounced` / `contact.complained`. A complaint outranks a bounce; a
-    bounce never turns a complained contact back."""
-    await suppressions.suppress(ctx, email=email, reason=reason, source=source)
-    if not contact_id:
-        return
-    contact = await ctx.session.scalar(
-        select(Contact).where(Contact.id == contact_id, Contact.workspace_id == ctx.workspace_id)
+    await contacts_blocked(ctx, [(contact_id, email)], reason=reason, source=source)
+
+
+async def contacts_blocked(
+    ctx: Context, blocked: list[tuple[str | None, str]], *, reason: str, source: str
+) -> None:
+    """Hard bounces (`reason="bounced"`) or complaints (`"complained"`) of (contact id,
+    address) pairs: each address is suppressed for that reason (never weakening a stronger
+    one), and each contact takes the status with `contact.bounced` / `contact.complained`. A
+    complaint outranks a bounce; a bounce changes only a subscribed contact."""
+    await suppressions.suppress_many(
+        ctx, [email for _, email in blocked], reason=reason, source=source
     )
-    if contact is None or contact.status in (reason, "complained"):
-        return
-    if reason == "bounced" and contact.status != "subscribed":
-        return
+    ids = sorted({contact_id for contact_id, _ in blocked if contact_id})
     now = utcnow()
-    contact.status, contact.updated_at = reason, now
-    contact.unsubscribed_at = contact.unsubscribed_at or now
-    await ctx.session.flush()
-    await events.emit_contact_event(ctx, f"contact.{reason}", contact)
+    allowed = Contact.status == "subscribed" if reason == "bounced" else Contact.status != reason
+    changed: list[str] = []
+    for part in chunks(ctx.session, ids):
+        done = await ctx.session.execute(
+            update(Contact)
+            .where(Contact.workspace_id == ctx.workspace_id, Contact.id.in_(part), allowed)
+            .values(
+                status=reason,
+                updated_at=now,
+                unsubscribed_at=func.coalesce(
+                    Contact.unsubscribed_at, literal(now, Contact.unsubscribed_at.type)
+                ),
+            )
+            .returning(Contact.id)
+            .execution_options(synchronize_session=False)
+        )
+        changed.extend(done.scalars().all())
+    event = f"contact.{reason}"
+    if not changed or not await fanout.subscribers(ctx, event, {}):
+        return
+    contacts = await ctx.session.scalars(
+        select(Contact)
+        .where(Contact.id.in_(sorted(changed)))
+        .order_by(Contact.id)
+        .execution_options(populate_existing=True)
+    )
+    for contact in contacts.all():
+        await events.emit_contact_event(ctx, event, contact)
 
 
 async def hard_bounce(ctx: Context, outcome: Outcome) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, update
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -17,7 +17,9 @@ from mailroom.core.emails import (
     normalize_email,
 )
 from mailroom.core.errors import ApiError
+from mailroom.core.ids import new_id
 from mailroom.core.text import contains_pattern
+from mailroom.db import chunks, insert_ignoring_conflicts
 from mailroom.models import REASON_STRENGTH, Contact, Suppression
 
 REASONS = ("unsubscribed", "bounced", "complained", "deleted")
@@ -123,6 +125,76 @@ async def suppress(
         row.email_masked, row.email_domain = masked, domain
     row.updated_at = now
     return outcome
+
+
+async def suppress_many(ctx: Context, emails: list[str], *, reason: str, source: str) -> None:
+    """`suppress` for a batch of addresses in a few statements (bounce and complaint reports
+    come in batches): new addresses are inserted, weaker reasons raised, stronger ones kept."""
+    by_hash = {ctx.hash_email(e): e for e in emails if e}
+    now = utcnow()
+    weaker_reasons = [r for r in REASON_STRENGTH if stronger(reason, r)]
+    for part in chunks(ctx.session, sorted(by_hash)):
+        found = {
+            r.email_hash: r
+            for r in (
+                await ctx.session.execute(
+                    select(
+                        Suppression.email_hash, Suppression.email_masked, Suppression.erased
+                    ).where(
+                        Suppression.workspace_id == ctx.workspace_id,
+                        Suppression.email_hash.in_(part),
+                    )
+                )
+            ).all()
+        }
+        new = [h for h in part if h not in found]
+        if new:
+            # A concurrent insert of the same address wins; its reason is then kept.
+            await ctx.session.execute(
+                insert_ignoring_conflicts(ctx.session, Suppression),
+                [
+                    {
+                        "id": new_id(),
+                        "workspace_id": ctx.workspace_id,
+                        "email_hash": digest,
+                        "reason": reason,
+                        "source": source[:40],
+                        "email_masked": mask_email(by_hash[digest]),
+                        "email_domain": email_domain(by_hash[digest]),
+                        "erased": False,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                    for digest in new
+                ],
+            )
+        known = [h for h in part if h in found]
+        if known and weaker_reasons:
+            await ctx.session.execute(
+                update(Suppression)
+                .where(
+                    Suppression.workspace_id == ctx.workspace_id,
+                    Suppression.email_hash.in_(known),
+                    Suppression.reason.in_(weaker_reasons),
+                )
+                .values(reason=reason, source=source[:40], updated_at=now)
+                .execution_options(synchronize_session=False)
+            )
+        for digest in known:  # rare: a row imported by hash alone learns its masked form
+            row = found[digest]
+            if not row.erased and row.email_masked is None:
+                await ctx.session.execute(
+                    update(Suppression)
+                    .where(
+                        Suppression.workspace_id == ctx.workspace_id,
+                        Suppression.email_hash == digest,
+                    )
+                    .values(
+                        email_masked=mask_email(by_hash[digest]),
+                        email_domain=email_domain(by_hash[digest]),
+                    )
+                    .execution_options(synchronize_session=False)
+                )
 
 
 async def remove(ctx: Context, row: Suppression) -> None:

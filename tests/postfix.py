@@ -1,5 +1,5 @@
-"""A private Postfix instance for end-to-end tests: Debian's `postfix` package (installed here
-when missing and the test runs as root with apt), its own configuration, queue and log in a
+"""A private Postfix instance for end-to-end tests: Debian's `postfix` package (installed by
+`tests.debian` when missing), its own configuration, queue and log in a
 temporary directory, listening on a free port of 127.0.0.1, never touching `/etc/postfix` or
 port 25.
 
@@ -18,26 +18,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tests.debian import ensure
+
 POSTFIX = "/usr/sbin/postfix"
 STOCK_MASTER = Path("/etc/postfix/master.cf")
-
-
-def _install() -> str | None:
-    """Install Debian's postfix without configuring the system's own instance; why not, or
-    None."""
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        return "postfix is not installed and this user cannot install Debian packages"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    preseed = "postfix postfix/main_mailer_type select No configuration\n"
-    subprocess.run(["debconf-set-selections"], input=preseed, text=True, env=env, check=False)
-    install = ["apt-get", "install", "-y", "-q", "postfix"]
-    done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:  # stale package lists: refresh them once and try again
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=900)
-        done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        return f"installing postfix failed: {done.stderr.strip()[-300:]}"
-    return None
 
 
 def _free_port() -> int:
@@ -56,10 +40,9 @@ class Postfix:
 
     @staticmethod
     def unavailable() -> str | None:
-        if not Path(POSTFIX).exists():
-            reason = _install()
-            if reason:
-                return reason
+        reason = ensure("postfix", POSTFIX)
+        if reason:
+            return reason
         if os.geteuid() != 0:
             return "a private postfix instance needs root (its daemons drop to user postfix)"
         if not STOCK_MASTER.exists():

@@ -125,3 +125,25 @@ async def test_altered_links_are_404_pages(client, db, ws, sink, driver, setting
     ):
         assert answer.status_code == 404
     assert await _status(client, ws, list_id) == ["unconfirmed"]
+
+
+async def test_the_email_is_in_the_contacts_language_and_names_the_sender(
+    client, db, ws, sink, driver
+):
+    list_id, contact_id = await _setup(client, db, ws)
+    await ok(
+        await client.patch(
+            f"/api/v1/contacts/{contact_id}", json={"language": "fr"}, headers=ws.headers
+        )
+    )
+    url = f"/api/v1/lists/{list_id}/contacts/{contact_id}/confirmation"
+    assert (await client.post(url, headers=ws.headers)).status_code == 202
+    await driver.drain()
+    message = sink.received[-1].parsed()
+    assert message["Subject"] == "Confirmez votre inscription à Weekly"
+    html = message.get_body(("html",)).get_content()
+    assert '<html lang="fr">' in html and "Oui, je m&#39;inscris" in html
+    text = message.get_body(("plain",)).get_content()
+    assert "Confirmez que jane@mail.example souhaite recevoir Weekly de Shop." in text
+    assert (await client.post(_link(sink))).status_code == 200
+    assert await _status(client, ws, list_id) == ["confirmed"]

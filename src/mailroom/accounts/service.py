@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core.auth import (
@@ -19,7 +19,7 @@ from mailroom.core.auth import (
 from mailroom.core.clock import utcnow
 from mailroom.core.errors import ApiError
 from mailroom.core.plans import get_plan
-from mailroom.models import Account, ApiKey, Workspace
+from mailroom.models import Account, ApiKey, SendingSettings, Workspace
 
 # last_used_at is refreshed at most this often per key: exact to the minute is enough, and it
 # keeps every read from turning into a write.
@@ -158,6 +158,23 @@ async def touch_key(session: AsyncSession, key_id: str) -> None:
 
 async def any_workspace(session: AsyncSession) -> bool:
     return (await session.scalar(select(Workspace.id).limit(1))) is not None
+
+
+def shown_name() -> ColumnElement[str]:
+    """A workspace's name as subscribers see it (pages, system emails): its name, else its
+    sender name, else its sender address, so a workspace made without a name still says who
+    is writing. Use in a query whose FROM has `Workspace`."""
+    sender = (
+        select(
+            func.coalesce(
+                func.nullif(SendingSettings.from_name, ""),
+                func.nullif(SendingSettings.from_email, ""),
+            )
+        )
+        .where(SendingSettings.workspace_id == Workspace.id)
+        .scalar_subquery()
+    )
+    return func.coalesce(func.nullif(Workspace.name, ""), sender, "")
 
 
 async def principal_for_workspace(session: AsyncSession, workspace_id: str) -> Principal:

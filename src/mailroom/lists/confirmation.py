@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from html import escape
 
 from sqlalchemy import select, update
 
@@ -24,6 +23,7 @@ from mailroom.core.errors import ApiError
 from mailroom.db import Database
 from mailroom.lists import service as lists
 from mailroom.models import Contact, ListMember, MailingList, Workspace
+from mailroom.pages.emails import confirmation_email
 from mailroom.sending import transactional
 from mailroom.settings import Settings
 
@@ -58,25 +58,14 @@ async def request_confirmation(ctx: Context, list_id: str, contact_id: str) -> N
         raise ApiError(404, "This contact is not on the list")
     if status == "confirmed":
         raise ApiError(409, "This contact has already confirmed this list")
-    name = await ctx.session.scalar(select(Workspace.name).where(Workspace.id == ctx.workspace_id))
-    link = confirm_url(ctx.settings, ctx.workspace_id, mailing_list.id, contact.id)
-    who, what = escape(str(name or "us")), escape(mailing_list.name)
-    await transactional.queue(
-        ctx,
-        {
-            "contact_id": contact.id,
-            "subject": f"Please confirm your subscription to {mailing_list.name}",
-            "html_content": (
-                f"<p>Please confirm that you want to receive <strong>{what}</strong> from "
-                f'{who}.</p><p><a href="{escape(link)}">Yes, subscribe me</a></p>'
-                "<p>If you did not ask for this, ignore this email: you will not be added.</p>"
-            ),
-            "text_content": (
-                f"Please confirm that you want to receive {mailing_list.name} from "
-                f"{name or 'us'}:\n{link}\n\nIf you did not ask for this, ignore this email."
-            ),
-        },
+    name = await ctx.session.scalar(
+        select(accounts.shown_name()).where(Workspace.id == ctx.workspace_id)
     )
+    link = confirm_url(ctx.settings, ctx.workspace_id, mailing_list.id, contact.id)
+    message = confirmation_email(
+        contact.language, str(name or ""), mailing_list.name, contact.email, link
+    )
+    await transactional.queue(ctx, {"contact_id": contact.id, **message})
 
 
 @dataclass(frozen=True)
@@ -109,7 +98,7 @@ async def look(db: Database, pending: Pending) -> Membership | None:
         found = (
             await session.execute(
                 select(
-                    Workspace.name,
+                    accounts.shown_name(),
                     MailingList.name,
                     Contact.email,
                     Contact.language,

@@ -178,3 +178,30 @@ PHRASES["pt"].update(
     unsubscribe_all="Cancelar tudo",
 )
 LANGUAGES = {"en": "English", "fr": "Français", "de": "Deutsch", "es": "Español", "pt": "Português"}
+
+# The double opt-in email (pages.emails).
+PHRASES["en"].update(
+    confirm_email_subject="Please confirm your subscription to {list}",
+    confirm_email_button="Yes, subscribe me",
+    confirm_email_ignore="If you did not ask for this, ignore this email: you will not be added. The link works for 7 days:",
+)
+PHRASES["fr"].update(
+    confirm_email_subject="Confirmez votre inscription à {list}",
+    confirm_email_button="Oui, je m'inscris",
+    confirm_email_ignore="Si vous n'avez rien demandé, ignorez cet e-mail : vous ne serez pas inscrit. Le lien est valable 7 jours :",
+)
+PHRASES["de"].update(
+    confirm_email_subject="Bitte bestätigen Sie Ihre Anmeldung zu {list}",
+    confirm_email_button="Ja, ich möchte mich anmelden",
+    confirm_email_ignore="Wenn Sie das nicht angefordert haben, ignorieren Sie diese E-Mail: Sie werden nicht eingetragen. Der Link ist 7 Tage gültig:",
+)
+PHRASES["es"].update(
+    confirm_email_subject="Confirma tu suscripción a {list}",
+    confirm_email_button="Sí, suscribirme",
+    confirm_email_ignore="Si no lo has pedido, ignora este correo: no se te añadirá. El enlace es válido durante 7 días:",
+)
+PHRASES["pt"].update(
+    confirm_email_subject="Confirme a sua inscrição em {list}",
+    confirm_email_button="Sim, quero inscrever-me",
+    confirm_email_ignore="Se não pediu isto, ignore este e-mail: não será adicionado. O link é válido durante 7 dias:",
+)

@@ -48,7 +48,7 @@ def _ids(settings: Settings, token: str) -> tuple[str, str, str] | None:
 async def _load(session: Any, workspace_id: str, contact_id: str) -> Preferences | None:
     found = (
         await session.execute(
-            select(Contact, Workspace.name)
+            select(Contact, accounts.shown_name())
             .join(Workspace, Workspace.id == Contact.workspace_id)
             .where(Contact.id == contact_id, Contact.workspace_id == workspace_id)
         )

@@ -49,7 +49,7 @@ async def _load(
         return None
     workspace_id, contact_id, row_id = parts
     query = (
-        select(Contact, Workspace.name)
+        select(Contact, accounts.shown_name())
         .join(Workspace, Workspace.id == Contact.workspace_id)
         .where(Contact.id == contact_id, Contact.workspace_id == workspace_id)
     )

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from sqlalchemy import select
 
+from mailroom.accounts import service as accounts
 from mailroom.core import tokens
 from mailroom.db import Database
 from mailroom.models import Campaign, Contact, SendLog, Workspace
@@ -59,7 +60,9 @@ async def webview(db: Database, settings: Settings, token: str) -> WebView | Non
             )
             if campaign is None:
                 return None
-        name = await session.scalar(select(Workspace.name).where(Workspace.id == workspace_id))
+        name = await session.scalar(
+            select(accounts.shown_name()).where(Workspace.id == workspace_id)
+        )
         person = SimpleNamespace(
             id=contact.id,
             first_name=contact.first_name,

@@ -14,6 +14,7 @@ from starlette.routing import Route
 from mailroom import API_VERSION
 from mailroom.accounts.api import router as account_router
 from mailroom.audit.api import router as audit_router
+from mailroom.automations.api import router as automations_router
 from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
@@ -66,6 +67,7 @@ ROUTERS = [
     segments_router,
     domains_router,
     campaigns_router,
+    automations_router,
     sending_router,
     media_router,
     media_public_router,

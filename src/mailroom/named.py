@@ -54,7 +54,8 @@ class Named(Generic[Row]):
 
     @property
     def taken(self) -> str:
-        return f"A {self.noun} with this name already exists"
+        article = "An" if self.noun[0] in "aeiou" else "A"
+        return f"{article} {self.noun} with this name already exists"
 
     def clean_name(self, value: Any) -> str:
         return clean_name(value, self.max_name)

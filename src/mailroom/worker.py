@@ -25,6 +25,7 @@ from sqlalchemy import delete, func, update
 
 from mailroom.accounts import service as accounts_service
 from mailroom.audit import service as audit_service
+from mailroom.automations import runner as automation_runner
 from mailroom.campaigns import actions as campaign_actions
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -115,6 +116,7 @@ def default_loops(settings: Settings) -> list[Loop]:
     return [
         Loop("sending", engine.tick, min(0.1, settings.worker_poll_interval), engine.close),
         Loop("scheduled-campaigns", _start_scheduled_campaigns, 2.0),
+        Loop("automations", automation_runner.tick, min(0.5, settings.worker_poll_interval)),
         Loop("prune-sending", _prune_sending, 3600),
         Loop(
             "webhook-deliveries",

@@ -317,6 +317,7 @@ async def _add_tag(
         "SELECT contact_id, :tag, :ws, :now FROM bulk_selection WHERE run_id = :run "
         "ON CONFLICT DO NOTHING",
         event="contact.tag_added",
+        enrols="tag_added",
         returning="contact_id",
         predicate="NOT EXISTS (SELECT 1 FROM contact_tags ct "
         "WHERE ct.contact_id = c.id AND ct.tag_id = :tag)",
@@ -376,6 +377,7 @@ async def _add_to_list(
         "ON s.contact_id = c.id AND s.run_id = :run "
         "WHERE c.workspace_id = :ws AND c.status = 'subscribed' ON CONFLICT DO NOTHING",
         event="contact.list_joined",
+        enrols="list_joined",
         returning="contact_id",
         predicate="c.status = 'subscribed' AND NOT EXISTS (SELECT 1 FROM list_members m "
         "WHERE m.contact_id = c.id AND m.list_id = :list)",

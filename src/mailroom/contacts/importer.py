@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailroom.automations import enrol as automations
 from mailroom.contacts import domains
 from mailroom.contacts import import_columns as columns
 from mailroom.contacts import import_rows as rows_
@@ -322,8 +323,15 @@ async def import_csv(
             list_id=mailing_list.id,
         )
     if options.run_automations:
-        # No automation engine yet: nothing can be enrolled, and the report says so honestly.
-        report.automations_enrolled = 0
+        # As the spec says: new subscribed contacts enter contact_created automations, and
+        # those confirmed onto the list enter its list_joined ones.
+        report.automations_enrolled = await automations.enrol(
+            ctx, "contact_created", [ids[e] for e in new_emails]
+        )
+        if mailing_list is not None and joined:
+            report.automations_enrolled += await automations.enrol(
+                ctx, "list_joined", joined, list_id=mailing_list.id
+            )
     report.skipped = (
         report.invalid
         + report.skipped_unconfirmed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mailroom.automations import enrol as automations
 from mailroom.contacts.selection import (
     Selection,
     change_selected,
@@ -43,21 +44,35 @@ async def change_and_emit(
     list_id: str | None = None,
     tag_id: str | None = None,
     emit: bool = True,
+    enrols: str | None = None,
     **params: Any,
 ) -> int:
     """Run one statement over the selection (see `change_selected`) and write `event` for
-    each contact it changed, listing them only when an endpoint takes the event. Selections
-    made here are appended to `extra` for the caller to release. Returns rows changed."""
-    track = emit and await bulk_events.wanted(ctx, event, list_id=list_id, tag_id=tag_id)
+    each contact it changed, listing them only when an endpoint takes the event or an active
+    automation with the trigger `enrols` (same tag or list) takes the contacts it changed.
+    Selections made here are appended to `extra` for the caller to release. Returns rows
+    changed."""
+    wanted = emit and await bulk_events.wanted(ctx, event, list_id=list_id, tag_id=tag_id)
+    match = {k: v for k, v in (("list_id", list_id), ("tag_id", tag_id)) if v}
+    enrolling = await automations.active(ctx, enrols, **match) if emit and enrols else []
     changed = await change_selected(
-        ctx, selection, statement, returning=returning, predicate=predicate, track=track, **params
+        ctx,
+        selection,
+        statement,
+        returning=returning,
+        predicate=predicate,
+        track=wanted or bool(enrolling),
+        **params,
     )
     if not isinstance(changed, Selection):
         return changed
     extra.append(changed)
-    await bulk_events.emit_for_selection(
-        ctx, event, changed.run_id, extra=payload, list_id=list_id, tag_id=tag_id
-    )
+    if wanted:
+        await bulk_events.emit_for_selection(
+            ctx, event, changed.run_id, extra=payload, list_id=list_id, tag_id=tag_id
+        )
+    if enrolling:
+        await automations.start(ctx, enrolling, changed.subquery())
     return changed.size
 
 
@@ -67,10 +82,13 @@ def group_payload(kind: str, group: Any) -> dict[str, Any]:
 
 
 async def list_event(ctx: Context, event: str, contact: Any, list_id: str, list_name: str) -> None:
-    """`contact.list_joined` / `contact.list_left` for one contact, with the list dimension."""
+    """`contact.list_joined` / `contact.list_left` for one contact, with the list dimension;
+    a confirmed join also enrols the contact in the list's `list_joined` automations."""
     await events.emit_contact_event(
         ctx, event, contact, extra={"list": {"id": list_id, "name": list_name}}, list_id=list_id
     )
+    if event == "contact.list_joined":
+        await automations.enrol(ctx, "list_joined", [contact.id], list_id=list_id)
 
 
 async def drop_group(ctx: Context, kind: str, group: Any) -> int:

@@ -11,6 +11,7 @@ from sqlalchemy import and_, delete, func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
+from mailroom.automations import enrol as automations
 from mailroom.contacts import fields as check
 from mailroom.contacts import memberships, selection, send_history
 from mailroom.contacts.query import ContactFilter, conditions, counts_suffice, order_by
@@ -261,6 +262,7 @@ async def create_contact(ctx: Context, body: dict[str, Any]) -> Contact:
     if suppression is not None:
         await suppressions.remove(ctx, suppression)
     await events.emit_contact_event(ctx, "contact.created", contact, tags=[])
+    await automations.enrol(ctx, "contact_created", [contact.id])
     return contact
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 
@@ -55,9 +55,12 @@ async def emit(
     form_id: str | None = None,
     campaign_id: str | None = None,
     domain_id: str | None = None,
+    endpoint_ids: list[str] | None = None,
 ) -> Event | None:
     """Write the event and one pending delivery per matching endpoint, in the caller's
-    transaction. With no endpoint to deliver to, nothing is written (None)."""
+    transaction. With no endpoint to deliver to, nothing is written (None). `endpoint_ids`
+    (an automation's call-webhook step naming its endpoints): only those of the workspace's
+    enabled endpoints, whatever events they subscribe to."""
     if event_type not in CATALOG:
         raise ValueError(f"unknown event {event_type}")
     dimensions = {
@@ -67,7 +70,15 @@ async def emit(
         "campaign_id": campaign_id,
         "domain_id": domain_id,
     }
-    endpoints = await fanout.subscribers(ctx, event_type, dimensions)
+    if endpoint_ids is not None:
+        named = set(endpoint_ids)
+        endpoints = [
+            r.endpoint_id
+            for r in await fanout.rules(ctx)
+            if r.endpoint_id in named and r.channel == "server"
+        ]
+    else:
+        endpoints = await fanout.subscribers(ctx, event_type, dimensions)
     if not endpoints:
         return None
     now = utcnow()
@@ -111,7 +122,7 @@ async def emit_contact_event(
         return None  # nobody listens: skip building the snapshot too
     names = tags if tags is not None else await tag_names(ctx, contact.id)
     data: dict[str, Any] = {"contact": contact_snapshot(contact, names), **(extra or {})}
-    return await emit(ctx, event_type, data, **dims)
+    return await emit(ctx, event_type, data, **cast(dict[str, Any], dims))
 
 
 _DIMENSIONS = ("list_id", "tag_id", "form_id", "campaign_id", "domain_id")

@@ -4,6 +4,12 @@ every model on `Base.metadata` (Alembic's autogenerate and the tests rely on tha
 
 from mailroom.models.accounts import Account, ApiKey, Person, Workspace, WorkspaceMember
 from mailroom.models.audit import AuditEntry
+from mailroom.models.automations import (
+    AUTOMATION_STATUSES,
+    RUN_STATES,
+    Automation,
+    AutomationRun,
+)
 from mailroom.models.campaigns import CAMPAIGN_STATUSES, Campaign, SendingSettings
 from mailroom.models.contacts import (
     CONTACT_STATUSES,
@@ -39,6 +45,7 @@ from mailroom.models.webhooks import WebhookDelivery, WebhookEndpoint
 from mailroom.models.workers import WorkerProcess
 
 __all__ = [
+    "AUTOMATION_STATUSES",
     "CAMPAIGN_STATUSES",
     "CONTACT_STATUSES",
     "DOMAIN_STATUSES",
@@ -48,11 +55,14 @@ __all__ = [
     "PRIORITY_TRANSACTIONAL",
     "REASON_STRENGTH",
     "REPORT_KINDS",
+    "RUN_STATES",
     "SEND_KINDS",
     "SEND_STATUSES",
     "Account",
     "ApiKey",
     "AuditEntry",
+    "Automation",
+    "AutomationRun",
     "BulkSelection",
     "Campaign",
     "Contact",

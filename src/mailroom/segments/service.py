@@ -123,7 +123,13 @@ async def segment_condition(ctx: Context, segment: Segment) -> ColumnElement[boo
     """The contacts of this workspace `segment` matches now, as one condition on `contacts`.
     A saved rule is read leniently: a custom-field condition its field no longer supports
     (deleted, or retyped) matches no contact."""
-    shown, registered = rules.stored(segment.rules)
+    return await saved_rule_condition(ctx, segment.rules)
+
+
+async def saved_rule_condition(ctx: Context, stored: dict[str, Any]) -> ColumnElement[bool]:
+    """A rule as stored (`rules.for_storage`) as one condition on `contacts`, read leniently
+    (segments, automation conditions)."""
+    shown, registered = rules.stored(stored)
     parsed = rules.parse(shown, await _registry(ctx), saved_registered=registered, lenient=True)
     return _condition(ctx, parsed)
 

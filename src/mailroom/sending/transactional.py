@@ -13,7 +13,7 @@ from mailroom.core.context import Context
 from mailroom.core.emails import normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.ids import new_id
-from mailroom.models import PRIORITY_TRANSACTIONAL, Contact, SendLog
+from mailroom.models import PRIORITY_AUTOMATION, PRIORITY_TRANSACTIONAL, Contact, SendLog
 from mailroom.sending import limits
 from mailroom.sending import service as sending
 from mailroom.sending.service import clean_address, clean_from_name
@@ -75,7 +75,9 @@ def _variables(value: Any) -> dict[str, Any]:
     return value
 
 
-async def queue(ctx: Context, body: dict[str, Any]) -> SendLog:
+async def queue(ctx: Context, body: dict[str, Any], *, kind: str = "transactional") -> SendLog:
+    """Check and queue one message (`kind` "automation" for an automation's send_email step:
+    the same checks, allowance and ceiling, behind transactional mail in the queue)."""
     parts = await _content(ctx, body)
     variables = _variables(body.get("variables"))
     identity = await sending.settings_of(ctx)
@@ -114,10 +116,10 @@ async def queue(ctx: Context, body: dict[str, Any]) -> SendLog:
     row = SendLog(
         id=new_id(),
         workspace_id=ctx.workspace_id,
-        kind="transactional",
+        kind=kind,
         contact_id=contact.id,
         email=contact.email,
-        priority=PRIORITY_TRANSACTIONAL,
+        priority=PRIORITY_TRANSACTIONAL if kind == "transactional" else PRIORITY_AUTOMATION,
         attempts=0,
         open_count=0,
         click_count=0,

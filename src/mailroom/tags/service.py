@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
+from mailroom.automations import enrol as automations
 from mailroom.contacts import memberships
 from mailroom.contacts import service as contacts
 from mailroom.core.clock import utcnow
@@ -122,6 +123,7 @@ async def attach(ctx: Context, contact_id: str, tag_id: Any) -> ContactTag:
         extra={"tag": {"id": tag.id, "name": tag.name}},
         tag_id=tag.id,
     )
+    await automations.enrol(ctx, "tag_added", [contact.id], tag_id=tag.id)
     return link
 
 

@@ -1,0 +1,230 @@
+"""Automation shapes. Bodies are parsed loosely (the service names the place of each mistake,
+`steps[2].seconds must be at least 1`) and documented precisely: the trigger by type, each
+step type with its fields, conditions holding `yes` / `no` step lists."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from mailroom.automations import steps as shape
+from mailroom.core.loose import Doc, body_config, choice, name_field, text
+from mailroom.core.pagination import Pagination
+from mailroom.models import AUTOMATION_STATUSES, RUN_STATES
+from mailroom.segments.schemas import rule_schema
+
+ID = text(36, min_length=1)
+CLOCK = text(5, pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, 24-hour")
+
+
+def _object(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": required,
+        "properties": properties,
+    }
+
+
+TRIGGER = {
+    "oneOf": [
+        _object(["type"], type={"const": "contact_created"}),
+        _object(["type", "tag_id"], type={"const": "tag_added"}, tag_id=ID),
+        _object(["type", "list_id"], type={"const": "list_joined"}, list_id=ID),
+        _object(["type", "form_id"], type={"const": "form_submitted"}, form_id=ID),
+        _object(
+            ["type", "field"],
+            type={"const": "date_anniversary"},
+            field=text(64, min_length=1, description="a date custom field's key"),
+            days={"type": "integer", "minimum": -365, "maximum": 365, "default": 0},
+            time=CLOCK,
+        ),
+        _object(["type"], type={"const": "manual"}),
+    ],
+    "description": "What enrols a contact. `date_anniversary`: `days` before (negative) or "
+    "after the date in the field each year, at `time` in the automation's time zone.",
+}
+
+STEP_ID = text(64, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+LABEL = text(shape.MAX_LABEL)
+
+
+def _step(kind: str, required: list[str], **fields: Any) -> dict[str, Any]:
+    return _object(["type", *required], type={"const": kind}, id=STEP_ID, label=LABEL, **fields)
+
+
+def step_schema(depth: int = 1) -> dict[str, Any]:
+    branch: dict[str, Any] = (
+        {"type": "array", "maxItems": 20, "items": step_schema(depth + 1)}
+        if depth < 3
+        else {"type": "array", "maxItems": 0}
+    )
+    return {
+        "oneOf": [
+            _step(
+                "wait",
+                ["seconds"],
+                seconds={"type": "integer", "minimum": 1, "maximum": shape.MAX_WAIT_SECONDS},
+            ),
+            _step(
+                "wait",
+                ["until"],
+                until=_object(["weekday"], weekday={"enum": list(shape.WEEKDAYS)}, time=CLOCK),
+            ),
+            _step(
+                "send_email",
+                ["template_id"],
+                template_id=ID,
+                from_email=text(254, format="email"),
+                from_name=text(100, min_length=1, pattern=r"[^\s]"),
+            ),
+            _step("add_tag", ["tag_id"], tag_id=ID),
+            _step("remove_tag", ["tag_id"], tag_id=ID),
+            _step("add_to_list", ["list_id"], list_id=ID),
+            _step("remove_from_list", ["list_id"], list_id=ID),
+            _step(
+                "update_field",
+                ["field", "value"],
+                field=text(
+                    78,
+                    min_length=1,
+                    description="first_name, last_name, language or custom_fields.<key>",
+                ),
+                value={"type": ["string", "number", "boolean", "null"]},
+            ),
+            _step("condition", ["rules"], rules=rule_schema(), yes=branch, no=branch),
+            _step(
+                "call_webhook",
+                [],
+                endpoint_ids={"type": "array", "maxItems": 20, "items": ID},
+            ),
+            _step("exit", []),
+        ]
+    }
+
+
+STEPS = {
+    "type": "array",
+    "maxItems": 20,
+    "items": step_schema(),
+    "description": "In order. `id` is yours or assigned (unique in the automation); runs keep "
+    "their step by id when the steps are edited. A `condition` runs `yes` or `no` for the "
+    "contact (a segment rule), then goes on after itself. 100 steps in all at most.",
+}
+STEPS_TEXT = (
+    "Trigger, steps: see the schema. A bad step names its place (`steps[1].tag_id: Tag not found`)."
+)
+
+
+class AutomationCreate(BaseModel):
+    model_config = body_config(
+        "name",
+        "trigger",
+        forbid_extra=True,
+        example={
+            "name": "Welcome",
+            "trigger": {"type": "contact_created"},
+            "steps": [
+                {"type": "wait", "seconds": 3600, "label": "An hour later"},
+                {"type": "send_email", "template_id": "tpl_...", "label": "Welcome email"},
+            ],
+        },
+    )
+    name: Annotated[Any, Doc(name_field(100))] = Field(None, description="Unique ignoring case.")
+    trigger: Annotated[Any, Doc(TRIGGER)] = None
+    steps: Annotated[Any, Doc(STEPS)] = None
+    allow_reentry: Annotated[Any, Doc({"type": "boolean", "default": False})] = Field(
+        None, description="A contact who finished may enter again on a later trigger."
+    )
+    time_zone: Annotated[Any, Doc(text(64, min_length=1, pattern=r"^[A-Za-z]"))] = Field(
+        None, description="IANA zone for waits until a weekday and time (default UTC)."
+    )
+
+
+class AutomationUpdate(BaseModel):
+    model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}])
+    name: Annotated[Any, Doc(name_field(100))] = None
+    trigger: Annotated[Any, Doc(TRIGGER)] = None
+    steps: Annotated[Any, Doc(STEPS)] = None
+    allow_reentry: Annotated[Any, Doc({"type": "boolean"})] = None
+    time_zone: Annotated[Any, Doc(text(64, min_length=1, pattern=r"^[A-Za-z]"))] = None
+
+
+class EnrolBody(BaseModel):
+    model_config = body_config(
+        forbid_extra=True,
+        rules=[{"minProperties": 1, "maxProperties": 1}],
+        example={"contact_ids": ["..."]},
+    )
+    contact_ids: Annotated[
+        Any, Doc({"type": "array", "minItems": 1, "maxItems": 1000, "items": ID})
+    ] = None
+    segment_id: Annotated[Any, Doc(ID)] = None
+
+
+class AutomationStats(BaseModel):
+    enrolled: int
+    active: int = Field(description="Runs going on now (waiting included).")
+    completed: int
+    exited: int
+    failed: int
+
+
+class AutomationOut(BaseModel):
+    id: str
+    name: str
+    status: str = Field(json_schema_extra={"enum": list(AUTOMATION_STATUSES)})
+    trigger: dict[str, Any]
+    steps: list[dict[str, Any]]
+    allow_reentry: bool
+    time_zone: str
+    stats: AutomationStats
+    created_at: datetime
+    updated_at: datetime
+
+
+class AutomationEnvelope(BaseModel):
+    automation: AutomationOut
+
+
+class AutomationList(BaseModel):
+    automations: list[AutomationOut]
+    pagination: Pagination
+
+
+class AutomationDeleted(BaseModel):
+    success: bool
+    id: str
+
+
+class Enrolled(BaseModel):
+    enrolled: int = Field(
+        description="Runs started (contacts already in it, or not subscribed, are left out)."
+    )
+
+
+class HistoryEntry(BaseModel):
+    step_id: str | None
+    at: str
+    outcome: str
+
+
+class RunOut(BaseModel):
+    id: str
+    contact_id: str
+    status: str = Field(json_schema_extra={"enum": list(RUN_STATES)})
+    step_id: str | None
+    next_run_at: datetime | None
+    history: list[HistoryEntry]
+    created_at: datetime
+    ended_at: datetime | None
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    pagination: Pagination
+
+
+RUN_STATUS = choice(*RUN_STATES)

@@ -36,6 +36,7 @@ W = "Webhook not found"
 M = "Image not found"
 TP, SG, D = "Template not found", "Segment not found", "Domain not found"
 CP, MS = "Campaign not found", "Message not found"
+AU = "Automation not found"
 PIXEL = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
     b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
@@ -285,6 +286,52 @@ CASES = [
         "/api/v1/domains/{a_domain}/verify",
         D,
     ),
+    # automations
+    Case("get-automation", "GET", "/api/v1/automations/{id}", "/api/v1/automations/{a_auto}", AU),
+    Case(
+        "patch-automation",
+        "PATCH",
+        "/api/v1/automations/{id}",
+        "/api/v1/automations/{a_auto}",
+        AU,
+        {"name": "Hacked"},
+    ),
+    Case(
+        "delete-automation",
+        "DELETE",
+        "/api/v1/automations/{id}",
+        "/api/v1/automations/{a_auto}",
+        AU,
+    ),
+    Case(
+        "activate-automation",
+        "POST",
+        "/api/v1/automations/{id}/activate",
+        "/api/v1/automations/{a_auto}/activate",
+        AU,
+    ),
+    Case(
+        "pause-automation",
+        "POST",
+        "/api/v1/automations/{id}/pause",
+        "/api/v1/automations/{a_auto}/pause",
+        AU,
+    ),
+    Case(
+        "enrol-automation",
+        "POST",
+        "/api/v1/automations/{id}/enrol",
+        "/api/v1/automations/{a_auto}/enrol",
+        AU,
+        {"contact_ids": ["{b_contact}"]},
+    ),
+    Case(
+        "automation-runs",
+        "GET",
+        "/api/v1/automations/{id}/runs",
+        "/api/v1/automations/{a_auto}/runs",
+        AU,
+    ),
     # campaigns and transactional mail
     Case("get-campaign", "GET", "/api/v1/campaigns/{id}", "/api/v1/campaigns/{a_campaign}", CP),
     Case(
@@ -529,7 +576,32 @@ async def world(client, factory) -> World:
             202,
         )
     )["message"]
+    automation = {
+        "trigger": {"type": "manual"},
+        "steps": [{"type": "wait", "seconds": 60}],
+    }
+    a_auto = (
+        await _ok(
+            await client.post(
+                "/api/v1/automations",
+                json={"name": "Secret flow", **automation},
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["automation"]
+    b_auto = (
+        await _ok(
+            await client.post(
+                "/api/v1/automations", json={"name": "Own flow", **automation}, headers=b.headers
+            ),
+            201,
+        )
+    )["automation"]
+    await _ok(await client.post(f"/api/v1/automations/{b_auto['id']}/activate", headers=b.headers))
     ids = {
+        "a_auto": a_auto["id"],
+        "b_auto": b_auto["id"],
         "a_template": a_template["id"],
         "b_template": b_template["id"],
         "a_segment": a_segment["id"],
@@ -583,6 +655,8 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "segment_preview": f"/api/v1/segments/{ids['a_segment']}/preview",
         "domain": f"/api/v1/domains/{ids['a_domain']}",
         "campaign": f"/api/v1/campaigns/{ids['a_campaign']}",
+        "automation": f"/api/v1/automations/{ids['a_auto']}",
+        "automation_runs": f"/api/v1/automations/{ids['a_auto']}/runs",
         "recipients": f"/api/v1/campaigns/{ids['a_campaign']}/recipients",
         "message": f"/api/v1/send/{ids['a_message']}",
         "sending": "/api/v1/sending",

@@ -166,3 +166,23 @@ async def test_another_workspaces_automation_is_404(client, ws, factory):
         headers=ws.headers,
     )
     assert refused.json() == {"error": "trigger.tag_id: Tag not found"}
+
+
+async def test_another_workspaces_contacts_are_not_enrolled(client, ws, factory):
+    other = await factory.workspace()
+    theirs = (
+        await ok(
+            await client.post(
+                "/api/v1/contacts", json={"email": "them@acme.io"}, headers=other.headers
+            ),
+            201,
+        )
+    )["contact"]["id"]
+    mine = await make_automation(client, ws, trigger={"type": "manual"}, steps=[WAIT])
+    await activate(client, ws, mine["id"])
+    answer = await client.post(
+        f"/api/v1/automations/{mine['id']}/enrol",
+        json={"contact_ids": [theirs]},
+        headers=ws.headers,
+    )
+    assert (answer.status_code, answer.json()) == (200, {"enrolled": 0})

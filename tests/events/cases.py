@@ -403,6 +403,25 @@ async def _make_segment(w: World) -> None:
     w.extra["segment"] = made["segment"]["id"]
 
 
+async def _make_automation(w: World) -> None:
+    made = await w.ok(
+        "POST",
+        "/api/v1/automations",
+        201,
+        json={
+            "name": "A",
+            "trigger": {"type": "manual"},
+            "steps": [{"type": "wait", "seconds": 60}],
+        },
+    )
+    w.extra["automation"] = made["automation"]["id"]
+
+
+async def _make_live_automation(w: World) -> None:
+    await _make_automation(w)
+    await w.ok("POST", f"/api/v1/automations/{w.extra['automation']}/activate", 200)
+
+
 async def _make_domain(w: World) -> None:
     made = await w.ok("POST", "/api/v1/domains", 201, json={"domain": "news.acme.io"})
     w.extra["domain"] = made["domain"]["id"]
@@ -573,6 +592,39 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
     "POST /api/v1/domains/{id}/verify": (
         lambda w: w.call("POST", f"/api/v1/domains/{w.extra['domain']}/verify"),
         _make_domain,
+    ),
+    # Automations change contacts later, in the worker's runs, never in the request.
+    "POST /api/v1/automations": (
+        lambda w: w.call(
+            "POST", "/api/v1/automations", json={"name": "New", "trigger": {"type": "manual"}}
+        ),
+        None,
+    ),
+    "PATCH /api/v1/automations/{id}": (
+        lambda w: w.call(
+            "PATCH", f"/api/v1/automations/{w.extra['automation']}", json={"name": "B"}
+        ),
+        _make_automation,
+    ),
+    "DELETE /api/v1/automations/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/automations/{w.extra['automation']}"),
+        _make_automation,
+    ),
+    "POST /api/v1/automations/{id}/activate": (
+        lambda w: w.call("POST", f"/api/v1/automations/{w.extra['automation']}/activate"),
+        _make_automation,
+    ),
+    "POST /api/v1/automations/{id}/pause": (
+        lambda w: w.call("POST", f"/api/v1/automations/{w.extra['automation']}/pause"),
+        _make_live_automation,
+    ),
+    "POST /api/v1/automations/{id}/enrol": (
+        lambda w: w.call(
+            "POST",
+            f"/api/v1/automations/{w.extra['automation']}/enrol",
+            json={"contact_ids": [w.id("a@acme.io")]},
+        ),
+        _make_live_automation,
     ),
     # Campaigns and sends change contacts later, in the engine (bounces), never in the request.
     "POST /api/v1/campaigns": (

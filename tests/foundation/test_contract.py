@@ -141,6 +141,29 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "a key names the first request made with it, which only the service remembers",
     ),
     (
+        r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
+        r"^(trigger|steps(\[\d+\]\.(yes|no))*\[\d+\])\.\w+: (Tag|List|Template|Webhook "
+        r"endpoint) not found$",
+        "tag, list, template and endpoint ids must name rows of this workspace",
+    ),
+    (
+        r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
+        r"^(trigger|steps(\[\d+\]\.(yes|no))*\[\d+\])\.field: custom field .* is not "
+        r"(registered|a date field)$",
+        "a field must be in the workspace's custom-field registry (a date one for anniversaries)",
+    ),
+    (
+        r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
+        r"^steps(\[\d+\]\.(yes|no))*\[\d+\]\.(rules: |id .* is used by another step$)",
+        "a condition's rule is a segment rule over this workspace's tags, lists and fields; "
+        "step ids are unique across all branches",
+    ),
+    (
+        r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
+        r"^An automation has at most 100 steps$",
+        "the count is over every branch of the tree, which JSON Schema cannot total",
+    ),
+    (
         r"(POST /api/v1/segments(/preview)?|PATCH /api/v1/segments/\{id\})",
         r"^(conditions\[\d+\]\.)+value(\[\d+\])?: (Tag|List) not found$",
         "tag and list ids must name rows of this workspace",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from zoneinfo import available_timezones
 
 from pydantic import BaseModel, Field
 
@@ -16,6 +17,7 @@ from mailroom.models import AUTOMATION_STATUSES, RUN_STATES
 from mailroom.segments.schemas import rule_schema
 
 ID = text(36, min_length=1)
+ZONES = {"enum": sorted(available_timezones()), "description": "an IANA time zone"}
 CLOCK = text(5, pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, 24-hour")
 
 
@@ -138,7 +140,7 @@ class AutomationCreate(BaseModel):
     allow_reentry: Annotated[Any, Doc({"type": "boolean", "default": False})] = Field(
         None, description="A contact who finished may enter again on a later trigger."
     )
-    time_zone: Annotated[Any, Doc(text(64, min_length=1, pattern=r"^[A-Za-z]"))] = Field(
+    time_zone: Annotated[Any, Doc(ZONES)] = Field(
         None, description="IANA zone for waits until a weekday and time (default UTC)."
     )
 
@@ -149,7 +151,7 @@ class AutomationUpdate(BaseModel):
     trigger: Annotated[Any, Doc(TRIGGER)] = None
     steps: Annotated[Any, Doc(STEPS)] = None
     allow_reentry: Annotated[Any, Doc({"type": "boolean"})] = None
-    time_zone: Annotated[Any, Doc(text(64, min_length=1, pattern=r"^[A-Za-z]"))] = None
+    time_zone: Annotated[Any, Doc(ZONES)] = None
 
 
 class EnrolBody(BaseModel):

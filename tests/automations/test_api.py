@@ -133,7 +133,7 @@ async def test_an_automation_without_steps_is_not_activated(client, ws):
     empty = await make_automation(client, ws, trigger={"type": "manual"})
     refused = await client.post(f"/api/v1/automations/{empty['id']}/activate", headers=ws.headers)
     assert (refused.status_code, refused.json()) == (
-        400,
+        409,
         {"error": "An automation needs at least one step to be activated"},
     )
 

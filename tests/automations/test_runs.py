@@ -257,7 +257,7 @@ async def test_manual_enrolment_by_ids_and_by_segment(client, db, ws, settings):
     ids = await make_contacts(client, ws, [f"p{i}@mail.example" for i in range(3)])
     early = await client.post(url, json={"contact_ids": ids}, headers=ws.headers)
     assert (early.status_code, early.json()) == (
-        400,
+        409,
         {"error": "Activate the automation before enrolling contacts"},
     )
     await activate(client, ws, automation["id"])

@@ -170,7 +170,7 @@ STATE_RULES: list[tuple[str, str, str]] = [
     ),
     (
         r"(POST /api/v1/segments(/preview)?|PATCH /api/v1/segments/\{id\})",
-        r"^(conditions\[\d+\]\.)+(op|value(\[\d+\])?): .* \(custom_fields\.[^)]*\)$",
+        r"^(conditions\[\d+\]\.)+(op|value(\[\d+\])?): .* \(custom_fields\.[\s\S]*\)$",
         "a custom field's operators and values are those of its registered type (an "
         "unregistered key is text)",
     ),

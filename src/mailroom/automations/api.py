@@ -119,8 +119,8 @@ async def delete_automation(
     response_model=AutomationEnvelope,
     summary="Activate an automation",
     description="Enrols from now on and runs its steps. Counts against the plan's live "
-    f"automations per workspace: over it, 403 `{CAP}`",
-    responses=errors(400, 403, 404),
+    f"automations per workspace: over it, 403 `{CAP}`. 409 when it has no step yet.",
+    responses=errors(403, 404, 409),
 )
 async def activate_automation(
     id: str, ctx: Annotated[Context, use("automations:write")]
@@ -147,8 +147,9 @@ async def pause_automation(
     response_model=Enrolled,
     summary="Enrol contacts",
     description="For a `manual` automation that is active: the given contacts (up to 1,000 "
-    "ids) or every contact a segment matches. Only subscribed contacts enter, once at a time.",
-    responses=errors(400, 404),
+    "ids) or every contact a segment matches. Only subscribed contacts enter, once at a time. "
+    "409 for an automation that is not active or not `manual`.",
+    responses=errors(400, 404, 409),
 )
 async def enrol_contacts(
     id: str, body: EnrolBody, ctx: Annotated[Context, use("automations:write")]

@@ -156,7 +156,7 @@ async def activate(ctx: Context, automation_id: str) -> Automation:
     if automation.status == "active":
         return automation
     if not automation.steps:
-        raise ApiError(400, "An automation needs at least one step to be activated")
+        raise ApiError(409, "An automation needs at least one step to be activated")
     cap = ctx.principal.plan.live_automations
     if cap is not None:
         live = await ctx.session.scalar(
@@ -189,9 +189,9 @@ async def enrol_manually(ctx: Context, automation_id: str, body: dict[str, Any])
     automation; the runs started."""
     automation = await get_automation(ctx, automation_id)
     if automation.trigger_type != "manual":
-        raise ApiError(400, "Only an automation with the manual trigger takes enrolments")
+        raise ApiError(409, "Only an automation with the manual trigger takes enrolments")
     if automation.status != "active":
-        raise ApiError(400, "Activate the automation before enrolling contacts")
+        raise ApiError(409, "Activate the automation before enrolling contacts")
     ids, segment_id = body.get("contact_ids"), body.get("segment_id")
     if (ids is None) == (segment_id is None):
         raise ApiError(400, "Send contact_ids or segment_id")

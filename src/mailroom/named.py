@@ -149,3 +149,22 @@ class Named(Generic[Row]):
         await ctx.session.execute(
             delete(table).where(table.id == row.id, table.workspace_id == ctx.workspace_id)
         )
+
+
+async def known_ids(ctx: Context, model: Any, refs: list[tuple[str, str]], message: str) -> None:
+    """Ids a request names (`(place, id)`) must be rows of `model` in this workspace: else 400
+    `<place>: <message>` for the first that is not (another workspace's id included)."""
+    if not refs:
+        return
+    found = set(
+        (
+            await ctx.session.scalars(
+                select(model.id).where(
+                    model.workspace_id == ctx.workspace_id, model.id.in_({i for _, i in refs})
+                )
+            )
+        ).all()
+    )
+    for place, given in refs:
+        if given not in found:
+            raise ApiError(400, f"{place}: {message}")

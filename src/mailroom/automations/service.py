@@ -15,6 +15,7 @@ from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.db import serialise
 from mailroom.models import (
+    AUTOMATION_STATUSES,
     RUN_STATES,
     Automation,
     AutomationRun,
@@ -24,7 +25,7 @@ from mailroom.models import (
     Template,
     WebhookEndpoint,
 )
-from mailroom.named import Named
+from mailroom.named import Named, known_ids
 from mailroom.segments import rules as segment_rules
 from mailroom.segments import service as segments
 
@@ -40,6 +41,8 @@ async def get_automation(ctx: Context, automation_id: Any) -> Automation:
 async def list_automations(
     ctx: Context, page: PageParams, q: str | None, status: str | None
 ) -> tuple[list[Automation], int]:
+    if status is not None and status not in AUTOMATION_STATUSES:
+        raise ApiError(400, f"status must be one of: {', '.join(AUTOMATION_STATUSES)}")
     where = [Automation.status == status] if status else []
     return await AUTOMATIONS.page(ctx, page, q=q, where=where)
 
@@ -63,10 +66,10 @@ async def _checked(ctx: Context, body: dict[str, Any], automation: Automation | 
         values["allow_reentry"] = _flag(body["allow_reentry"], "allow_reentry")
     if "time_zone" in body:
         values["time_zone"] = shape.clean_time_zone(body["time_zone"])
-    await _known(ctx, Tag, refs.tags, "Tag not found")
-    await _known(ctx, MailingList, refs.lists, "List not found")
-    await _known(ctx, Template, refs.templates, "Template not found")
-    await _known(ctx, WebhookEndpoint, refs.endpoints, "Webhook endpoint not found")
+    await known_ids(ctx, Tag, refs.tags, "Tag not found")
+    await known_ids(ctx, MailingList, refs.lists, "List not found")
+    await known_ids(ctx, Template, refs.templates, "Template not found")
+    await known_ids(ctx, WebhookEndpoint, refs.endpoints, "Webhook endpoint not found")
     if refs.fields:
         registry = await custom_fields.registry(ctx)
         for place, key in refs.fields:
@@ -96,23 +99,6 @@ def _store_rules(items: list[dict[str, Any]], place: str, checked: dict[str, Any
             step["rules"] = checked[f"{here}.rules"]
             _store_rules(step["yes"], f"{here}.yes", checked)
             _store_rules(step["no"], f"{here}.no", checked)
-
-
-async def _known(ctx: Context, model: Any, refs: list[tuple[str, str]], message: str) -> None:
-    if not refs:
-        return
-    found = set(
-        (
-            await ctx.session.scalars(
-                select(model.id).where(
-                    model.workspace_id == ctx.workspace_id, model.id.in_({i for _, i in refs})
-                )
-            )
-        ).all()
-    )
-    for place, given in refs:
-        if given not in found:
-            raise ApiError(400, f"{place}: {message}")
 
 
 async def create_automation(ctx: Context, body: dict[str, Any]) -> Automation:

@@ -20,7 +20,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.models import Contact, MailingList, Segment, Tag
-from mailroom.named import Named
+from mailroom.named import Named, known_ids
 from mailroom.segments import rules
 from mailroom.segments.compile import Compiler
 
@@ -44,26 +44,9 @@ async def check_rules(ctx: Context, raw: Any) -> rules.Parsed:
         parsed = rules.parse(raw, await _registry(ctx))
     except rules.RuleError as error:
         raise ApiError(400, str(error)) from None
-    await _known(ctx, Tag, parsed.tag_ids, "Tag not found")
-    await _known(ctx, MailingList, parsed.list_ids, "List not found")
+    await known_ids(ctx, Tag, parsed.tag_ids, "Tag not found")
+    await known_ids(ctx, MailingList, parsed.list_ids, "List not found")
     return parsed
-
-
-async def _known(ctx: Context, model: Any, refs: list[tuple[str, str]], message: str) -> None:
-    if not refs:
-        return
-    found = set(
-        (
-            await ctx.session.scalars(
-                select(model.id).where(
-                    model.workspace_id == ctx.workspace_id, model.id.in_({i for _, i in refs})
-                )
-            )
-        ).all()
-    )
-    for path, given in refs:
-        if given not in found:
-            raise ApiError(400, f"{path}: {message}")
 
 
 def _condition(ctx: Context, parsed: rules.Parsed) -> ColumnElement[bool]:

@@ -37,6 +37,7 @@ M = "Image not found"
 TP, SG, D = "Template not found", "Segment not found", "Domain not found"
 CP, MS = "Campaign not found", "Message not found"
 AU = "Automation not found"
+FO = "Form not found"
 PIXEL = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
     b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
@@ -332,6 +333,18 @@ CASES = [
         "/api/v1/automations/{a_auto}/runs",
         AU,
     ),
+    # signup forms
+    Case("get-form", "GET", "/api/v1/forms/{id}", "/api/v1/forms/{a_form}", FO),
+    Case(
+        "patch-form",
+        "PATCH",
+        "/api/v1/forms/{id}",
+        "/api/v1/forms/{a_form}",
+        FO,
+        {"name": "Hacked"},
+    ),
+    Case("delete-form", "DELETE", "/api/v1/forms/{id}", "/api/v1/forms/{a_form}", FO),
+    Case("embed-form", "GET", "/api/v1/forms/{id}/embed", "/api/v1/forms/{a_form}/embed", FO),
     # campaigns and transactional mail
     Case("get-campaign", "GET", "/api/v1/campaigns/{id}", "/api/v1/campaigns/{a_campaign}", CP),
     Case(
@@ -599,7 +612,16 @@ async def world(client, factory) -> World:
         )
     )["automation"]
     await _ok(await client.post(f"/api/v1/automations/{b_auto['id']}/activate", headers=b.headers))
+    a_form = (
+        await _ok(
+            await client.post(
+                "/api/v1/forms", json={"name": "Secret form", "list_ids": []}, headers=a.headers
+            ),
+            201,
+        )
+    )["form"]
     ids = {
+        "a_form": a_form["id"],
         "a_auto": a_auto["id"],
         "b_auto": b_auto["id"],
         "a_template": a_template["id"],

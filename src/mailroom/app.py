@@ -20,6 +20,8 @@ from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
+from mailroom.forms.api import router as forms_router
+from mailroom.forms.pages import router as form_pages_router
 from mailroom.lists.api import router as lists_router
 from mailroom.mcp.server import MCP_PATH, McpHttpEndpoint
 from mailroom.media.api import public_router as media_public_router
@@ -68,10 +70,12 @@ ROUTERS = [
     domains_router,
     campaigns_router,
     automations_router,
+    forms_router,
     sending_router,
     media_router,
     media_public_router,
     pages_router,
+    form_pages_router,
 ]
 
 

@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     health_pause_bounce_rate: float = 0.08
     health_warn_complaint_rate: float = 0.001
     health_pause_complaint_rate: float = 0.003
+    # Public signup-form submissions per client IP and form in a rolling minute (429 past it).
+    form_rate_per_minute: int = 10
     # Largest accepted JSON body; multipart uploads have their own limits.
     max_json_body_bytes: int = 2 * 1024 * 1024  # 413 past this (web.bodylimit)
 

@@ -65,6 +65,7 @@ async def test_create_read_list_update_delete(client, ws):
         ({"trigger": {"type": "tag_added", "tag_id": "nope"}}, "trigger.tag_id: Tag not found"),
         ({"steps": [{"type": "wait", "seconds": 0}]}, "steps[0].seconds must be at least 1"),
         ({"steps": [{"type": "wait"}]}, "steps[0].seconds or steps[0].until is required"),
+        ({"steps": [{"type": "wait", "seconds": 1.5}]}, "steps[0].seconds must be an integer"),
         (
             {"steps": [{"type": "jump"}]},
             "steps[0].type must be one of: wait, send_email, "
@@ -101,6 +102,15 @@ async def test_bad_triggers_and_steps_are_named_and_change_nothing(client, ws, b
     assert (refused.status_code, refused.json()) == (400, {"error": message})
     listed = await ok(await client.get("/api/v1/automations", headers=ws.headers))
     assert listed["automations"] == []
+
+
+async def test_a_whole_number_written_as_a_float_is_an_integer(client, ws):
+    # JSON Schema counts 60.0 as an integer; clients that write numbers as floats must not be refused
+    sent = {"name": "Floaty", "trigger": {"type": "manual"}, "steps": [{**WAIT, "seconds": 60.0}]}
+    made = await ok(await client.post("/api/v1/automations", json=sent, headers=ws.headers), 201)
+    path = f"/api/v1/automations/{made['automation']['id']}"
+    read = (await ok(await client.get(path, headers=ws.headers)))["automation"]
+    assert read["steps"][0]["seconds"] == 60
 
 
 async def test_the_plan_caps_live_automations(client, factory):

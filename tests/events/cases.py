@@ -422,6 +422,11 @@ async def _make_live_automation(w: World) -> None:
     await w.ok("POST", f"/api/v1/automations/{w.extra['automation']}/activate", 200)
 
 
+async def _make_form(w: World) -> None:
+    made = await w.ok("POST", "/api/v1/forms", 201, json={"name": "F"})
+    w.extra["form"] = made["form"]["id"]
+
+
 async def _make_domain(w: World) -> None:
     made = await w.ok("POST", "/api/v1/domains", 201, json={"domain": "news.acme.io"})
     w.extra["domain"] = made["domain"]["id"]
@@ -625,6 +630,19 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
             json={"contact_ids": [w.id("a@acme.io")]},
         ),
         _make_live_automation,
+    ),
+    # Forms change contacts on public submissions (tests/forms), never in these requests.
+    "POST /api/v1/forms": (
+        lambda w: w.call("POST", "/api/v1/forms", json={"name": "New"}),
+        None,
+    ),
+    "PATCH /api/v1/forms/{id}": (
+        lambda w: w.call("PATCH", f"/api/v1/forms/{w.extra['form']}", json={"name": "B"}),
+        _make_form,
+    ),
+    "DELETE /api/v1/forms/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/forms/{w.extra['form']}"),
+        _make_form,
     ),
     # Campaigns and sends change contacts later, in the engine (bounces), never in the request.
     "POST /api/v1/campaigns": (

@@ -143,8 +143,8 @@ STATE_RULES: list[tuple[str, str, str]] = [
     (
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
         r"^(trigger|steps(\[\d+\]\.(yes|no))*\[\d+\])\.\w+: (Tag|List|Template|Webhook "
-        r"endpoint) not found$",
-        "tag, list, template and endpoint ids must name rows of this workspace",
+        r"endpoint|Form) not found$",
+        "tag, list, template, endpoint and form ids must name rows of this workspace",
     ),
     (
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
@@ -162,6 +162,20 @@ STATE_RULES: list[tuple[str, str, str]] = [
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
         r"^An automation has at most 100 steps$",
         "the count is over every branch of the tree, which JSON Schema cannot total",
+    ),
+    (
+        r"POST /api/v1/forms|PATCH /api/v1/forms/\{id\}",
+        r"^(list_ids\[\d+\]: List not found|fields\[\d+\]\.key (must be email, first_name, "
+        r"last_name or a registered custom field|\w+ appears twice))",
+        "list ids must name lists of this workspace; a field key is a built-in or a key of the "
+        "workspace's custom-field registry, and each key is asked once (uniqueness of one "
+        "property across items is not JSON Schema)",
+    ),
+    (
+        r"POST /api/v1/forms|PATCH /api/v1/forms/\{id\}",
+        r"^redirect_url must be an http\(s\) URL$",
+        "the URL's host must parse (e.g. balanced brackets of an IPv6 literal), which a "
+        "pattern cannot check",
     ),
     (
         r"(POST /api/v1/segments(/preview)?|PATCH /api/v1/segments/\{id\})",

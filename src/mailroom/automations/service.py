@@ -20,6 +20,7 @@ from mailroom.models import (
     Automation,
     AutomationRun,
     Contact,
+    Form,
     MailingList,
     Tag,
     Template,
@@ -70,6 +71,7 @@ async def _checked(ctx: Context, body: dict[str, Any], automation: Automation | 
     await known_ids(ctx, MailingList, refs.lists, "List not found")
     await known_ids(ctx, Template, refs.templates, "Template not found")
     await known_ids(ctx, WebhookEndpoint, refs.endpoints, "Webhook endpoint not found")
+    await known_ids(ctx, Form, refs.forms, "Form not found")
     if refs.fields:
         registry = await custom_fields.registry(ctx)
         for place, key in refs.fields:

@@ -69,6 +69,7 @@ class References:
     endpoints: list[tuple[str, str]]
     rules: list[tuple[str, Any]]  # condition rules, checked as segment rules
     fields: list[tuple[str, str]]  # custom-field keys (update_field, date_anniversary)
+    forms: list[tuple[str, str]]
 
 
 def _text(value: Any, place: str, *, required: bool = True, max_length: int = 200) -> str:
@@ -84,6 +85,9 @@ def _text(value: Any, place: str, *, required: bool = True, max_length: int = 20
 
 
 def _integer(value: Any, place: str, low: int, high: int) -> int:
+    # JSON has one number type: 30.0 is an integer to JSON Schema, so accept it as one.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ApiError(400, f"{place} must be an integer")
     if value < low:
@@ -119,6 +123,7 @@ def clean_trigger(raw: Any, refs: References) -> dict[str, Any]:
         refs.lists.append(("trigger.list_id", trigger["list_id"]))
     elif kind == "form_submitted":
         trigger["form_id"] = _text(raw.get("form_id"), "trigger.form_id", max_length=36)
+        refs.forms.append(("trigger.form_id", trigger["form_id"]))
     elif kind == "date_anniversary":
         trigger["field"] = _text(raw.get("field"), "trigger.field", max_length=64)
         refs.fields.append(("trigger.field", trigger["field"]))
@@ -251,7 +256,7 @@ def clean_steps(raw: Any, refs: References) -> list[dict[str, Any]]:
 
 
 def new_references() -> References:
-    return References([], [], [], [], [], [])
+    return References([], [], [], [], [], [], [])
 
 
 # ---------------------------------------------------------------- the order of a run

@@ -81,11 +81,25 @@ def group_payload(kind: str, group: Any) -> dict[str, Any]:
     return {kind: {"id": group.id, "name": group.name}}
 
 
-async def list_event(ctx: Context, event: str, contact: Any, list_id: str, list_name: str) -> None:
-    """`contact.list_joined` / `contact.list_left` for one contact, with the list dimension;
-    a confirmed join also enrols the contact in the list's `list_joined` automations."""
+async def list_event(
+    ctx: Context,
+    event: str,
+    contact: Any,
+    list_id: str,
+    list_name: str,
+    *,
+    form_id: str | None = None,
+) -> None:
+    """`contact.list_joined` / `contact.list_left` for one contact, with the list dimension
+    (and the form's, for a join through a signup form); a confirmed join also enrols the
+    contact in the list's `list_joined` automations."""
     await events.emit_contact_event(
-        ctx, event, contact, extra={"list": {"id": list_id, "name": list_name}}, list_id=list_id
+        ctx,
+        event,
+        contact,
+        extra={"list": {"id": list_id, "name": list_name}},
+        list_id=list_id,
+        form_id=form_id,
     )
     if event == "contact.list_joined":
         await automations.enrol(ctx, "list_joined", [contact.id], list_id=list_id)

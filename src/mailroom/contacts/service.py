@@ -211,7 +211,16 @@ async def find_by_email(ctx: Context, email: str) -> Contact | None:
     return found
 
 
-async def create_contact(ctx: Context, body: dict[str, Any]) -> Contact:
+async def create_contact(
+    ctx: Context,
+    body: dict[str, Any],
+    *,
+    form_id: str | None = None,
+    consent: dict[str, str] | None = None,
+) -> Contact:
+    """POST /contacts, and a signup form's new contact (`form_id`: the events carry the form
+    dimension; `consent`: the consent values stored beside the custom fields, unregistered,
+    as the import stores them)."""
     email = check.clean_email(body.get("email"))
     first_name = check.clean_name("first_name", body.get("first_name"))
     last_name = check.clean_name("last_name", body.get("last_name"))
@@ -247,7 +256,7 @@ async def create_contact(ctx: Context, body: dict[str, Any]) -> Contact:
         first_name=first_name,
         last_name=last_name,
         status="subscribed",
-        custom_fields=values,
+        custom_fields={**values, **(consent or {})},
         source=source,
         language=language,
         subscribed_at=now,
@@ -261,7 +270,7 @@ async def create_contact(ctx: Context, body: dict[str, Any]) -> Contact:
         raise ApiError(409, DUPLICATE) from None
     if suppression is not None:
         await suppressions.remove(ctx, suppression)
-    await events.emit_contact_event(ctx, "contact.created", contact, tags=[])
+    await events.emit_contact_event(ctx, "contact.created", contact, tags=[], form_id=form_id)
     await automations.enrol(ctx, "contact_created", [contact.id])
     return contact
 
@@ -296,17 +305,31 @@ def _check_flags(body: dict[str, Any]) -> None:
         check.clean_patch_status(status)
 
 
-async def update_contact(ctx: Context, contact_id: str, body: dict[str, Any]) -> UpdateResult:
-    """PATCH: field changes plus the status machine (spec, States: Contact status)."""
+async def update_contact(
+    ctx: Context,
+    contact_id: str,
+    body: dict[str, Any],
+    *,
+    form_id: str | None = None,
+    consent: dict[str, str] | None = None,
+) -> UpdateResult:
+    """PATCH: field changes plus the status machine (spec, States: Contact status). A signup
+    form's update passes `form_id` and `consent` as `create_contact` does."""
     try:
-        return await _update_contact(ctx, contact_id, body)
+        return await _update_contact(ctx, contact_id, body, form_id, consent)
     except StaleDataError:
         # The row was deleted after we read it (a concurrent delete or bulk delete committed
         # first): for this request it is gone, as if the delete had come before the read.
         raise ApiError(404, "Contact not found") from None
 
 
-async def _update_contact(ctx: Context, contact_id: str, body: dict[str, Any]) -> UpdateResult:
+async def _update_contact(
+    ctx: Context,
+    contact_id: str,
+    body: dict[str, Any],
+    form_id: str | None,
+    consent: dict[str, str] | None,
+) -> UpdateResult:
     _check_flags(body)
     contact = await get_contact(ctx, contact_id)
     resubscribe = body.get("resubscribe") is True
@@ -336,6 +359,11 @@ async def _update_contact(ctx: Context, contact_id: str, body: dict[str, Any]) -
             replace=replace,
             nulls_remove=not replace,
         )
+    if consent:
+        updates["custom_fields"] = {
+            **updates.get("custom_fields", contact.custom_fields or {}),
+            **consent,
+        }
 
     renamed = new_email != contact.email
     if renamed and await find_by_email(ctx, new_email) is not None:
@@ -372,9 +400,11 @@ async def _update_contact(ctx: Context, contact_id: str, body: dict[str, Any]) -
         await ctx.session.flush()
     names = await events.tag_names(ctx, contact.id) if (changed or status_event) else []
     if status_event:
-        await events.emit_contact_event(ctx, status_event, contact, tags=names)
+        await events.emit_contact_event(ctx, status_event, contact, tags=names, form_id=form_id)
     if changed:
-        await events.emit_contact_event(ctx, "contact.updated", contact, tags=names)
+        await events.emit_contact_event(
+            ctx, "contact.updated", contact, tags=names, form_id=form_id
+        )
     return UpdateResult(contact, suppressed if body.get("suppress") is True else None)
 
 

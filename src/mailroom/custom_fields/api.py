@@ -105,8 +105,8 @@ async def update_custom_field(
 async def delete_custom_field(
     key: str, ctx: Annotated[Context, use("contacts:write")]
 ) -> dict[str, Any]:
-    cleared = await service.delete_field(ctx, key)
-    return {"ok": True, "key": key, "contacts_cleared": cleared, "forms_updated": 0}
+    cleared, forms_updated = await service.delete_field(ctx, key)
+    return {"ok": True, "key": key, "contacts_cleared": cleared, "forms_updated": forms_updated}
 
 
 @router.post(

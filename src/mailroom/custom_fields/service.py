@@ -15,7 +15,7 @@ from mailroom.core.errors import ApiError
 from mailroom.custom_fields import values as v
 from mailroom.db import serialise
 from mailroom.events import bulk as bulk_events
-from mailroom.models import CustomFieldDefinition
+from mailroom.models import CustomFieldDefinition, Form
 
 MAX_FIELDS = 100
 MAX_OPTIONS = 100
@@ -327,9 +327,9 @@ async def update_field(
     return field, violations
 
 
-async def delete_field(ctx: Context, key: str) -> int:
-    """Remove the field and its value from every contact (each a `contact.updated`); returns
-    contacts cleared."""
+async def delete_field(ctx: Context, key: str) -> tuple[int, int]:
+    """Remove the field and its value from every contact (each a `contact.updated`) and from
+    every signup form asking for it; returns (contacts cleared, forms updated)."""
     field = await get_field(ctx, key)
     if ctx.dialect == "postgresql":
         carries, clear = "custom_fields ? :key", "custom_fields - :key"
@@ -354,7 +354,19 @@ async def delete_field(ctx: Context, key: str) -> int:
     await ctx.session.execute(
         delete(CustomFieldDefinition).where(CustomFieldDefinition.id == field.id)
     )
-    return cleared
+    return cleared, await _drop_from_forms(ctx, key)
+
+
+async def _drop_from_forms(ctx: Context, key: str) -> int:
+    """Forms stop asking for a deleted field (a workspace has a handful of forms)."""
+    updated = 0
+    rows = await ctx.session.scalars(select(Form).where(Form.workspace_id == ctx.workspace_id))
+    for form in rows.all():
+        kept = [f for f in form.fields if f["key"] != key]
+        if len(kept) != len(form.fields):
+            form.fields, form.updated_at = kept, utcnow()
+            updated += 1
+    return updated
 
 
 @dataclass

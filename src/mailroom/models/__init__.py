@@ -22,6 +22,7 @@ from mailroom.models.contacts import (
 )
 from mailroom.models.domains import DOMAIN_STATUSES, SendingDomain
 from mailroom.models.events import Event
+from mailroom.models.forms import SUBMISSION_STATES, Form, FormSubmission
 from mailroom.models.idempotency import IdempotencyKey
 from mailroom.models.jobs import Job
 from mailroom.models.lists import ListMember, MailingList
@@ -58,6 +59,7 @@ __all__ = [
     "RUN_STATES",
     "SEND_KINDS",
     "SEND_STATUSES",
+    "SUBMISSION_STATES",
     "Account",
     "ApiKey",
     "AuditEntry",
@@ -71,6 +73,8 @@ __all__ = [
     "CustomFieldDefinition",
     "DeliveryReport",
     "Event",
+    "Form",
+    "FormSubmission",
     "IdempotencyKey",
     "ImportStaging",
     "Job",

@@ -5,61 +5,18 @@ no cookie, no redirect), `/confirm/{token}` double opt-in, `/p/{token}` preferen
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from mailroom.core.errors import ApiError
 from mailroom.lists import confirmation
 from mailroom.pages import preferences, service
 from mailroom.pages.i18n import LANGUAGES, words
+from mailroom.pages.render import HEADERS, PAGES, not_found_page, page
 from mailroom.pages.webview import webview
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
-_PAGES = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=select_autoescape(["html"]),
-)
-# Every page: its own inline styles and nothing else (no script at all, forms post back here).
-PAGE_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; "
-    "frame-ancestors 'none'"
-)
-HEADERS = {
-    "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
-    "Content-Security-Policy": PAGE_CSP,
-    "X-Content-Type-Options": "nosniff",
-}
-
-
-def _page(
-    lang: str | None,
-    title_key: str,
-    message_key: str,
-    values: dict[str, str] | None = None,
-    *,
-    status: int = 200,
-    action: str | None = None,
-    button_key: str = "button",
-) -> HTMLResponse:
-    code, phrases = words(lang)
-    html = _PAGES.get_template("page.html").render(
-        lang=code,
-        title=phrases[title_key],
-        message=phrases[message_key].format(**(values or {})),
-        button=phrases[button_key],
-        action=action,
-    )
-    return HTMLResponse(html, status_code=status, headers=HEADERS)
-
-
-def not_found_page(request: Request) -> HTMLResponse:
-    lang = request.headers.get("accept-language", "en")[:2]
-    return _page(lang, "not_found_title", "not_found", status=404)
 
 
 @router.get("/u/{token}")
@@ -69,8 +26,8 @@ async def unsubscribe_page(token: str, request: Request) -> HTMLResponse:
         return not_found_page(request)
     values = {"email": found.email, "workspace": found.workspace_name or "us"}
     if found.status != "subscribed":
-        return _page(found.language, "done_title", "already", values)
-    return _page(found.language, "title", "question", values, action=f"/u/{token}")
+        return page(found.language, "done_title", "already", values)
+    return page(found.language, "title", "question", values, action=f"/u/{token}")
 
 
 @router.post("/u/{token}")
@@ -80,7 +37,7 @@ async def unsubscribe(token: str, request: Request) -> HTMLResponse:
         return not_found_page(request)
     found, already = done
     values = {"email": found.email, "workspace": found.workspace_name or "us"}
-    return _page(found.language, "done_title", "already" if already else "done", values)
+    return page(found.language, "done_title", "already" if already else "done", values)
 
 
 # The message's own styles and images (https or inline data) and nothing else: no script, no
@@ -110,9 +67,9 @@ async def confirm_page(token: str, request: Request) -> HTMLResponse:
         return not_found_page(request)
     values = {"email": found.email, "list": found.list_name, "workspace": found.workspace_name}
     if found.status == "confirmed":
-        return _page(found.language, "confirmed_title", "confirmed", values)
+        return page(found.language, "confirmed_title", "confirmed", values)
     if pending.expired:
-        return _page(
+        return page(
             found.language,
             "expired_title",
             "expired",
@@ -120,7 +77,7 @@ async def confirm_page(token: str, request: Request) -> HTMLResponse:
             action=f"/confirm/{token}",
             button_key="resend_button",
         )
-    return _page(
+    return page(
         found.language,
         "confirm_title",
         "confirm_question",
@@ -142,11 +99,11 @@ async def confirm_subscription(token: str, request: Request) -> HTMLResponse:
         try:
             await confirmation.resend(db, settings, pending)
         except ApiError:
-            return _page(found.language, "expired_title", "expired", values, status=409)
-        return _page(found.language, "expired_title", "resent", values)
+            return page(found.language, "expired_title", "expired", values, status=409)
+        return page(found.language, "expired_title", "resent", values)
     if found.status != "confirmed":
         await confirmation.confirm(db, settings, pending)
-    return _page(found.language, "confirmed_title", "confirmed", values)
+    return page(found.language, "confirmed_title", "confirmed", values)
 
 
 # ---------------------------------------------------------------- preferences
@@ -161,7 +118,7 @@ def _preferences_page(
     status: int = 200,
 ) -> HTMLResponse:
     code, phrases = words(found.language)
-    html = _PAGES.get_template("prefs.html").render(
+    html = PAGES.get_template("prefs.html").render(
         lang=code,
         t=phrases,
         intro=phrases["prefs_intro"].format(workspace=found.workspace_name, email=found.email),
@@ -202,5 +159,5 @@ async def save_preferences(token: str, request: Request) -> HTMLResponse:
         return not_found_page(request)
     if form.get("action") == "unsubscribe_all":
         values = {"email": found.email, "workspace": found.workspace_name or "us"}
-        return _page(found.language, "done_title", "done", values)
+        return page(found.language, "done_title", "done", values)
     return _preferences_page(token, found, notice=words(found.language)[1]["saved"])

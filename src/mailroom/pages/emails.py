@@ -16,12 +16,18 @@ _EMAILS = Environment(
 
 
 def confirmation_email(
-    language: str | None, workspace: str, list_name: str, email: str, link: str
+    language: str | None, workspace: str, list_name: str | None, email: str, link: str
 ) -> dict[str, str]:
-    """`subject`, `html_content` and `text_content` of the confirmation email."""
+    """`subject`, `html_content` and `text_content` of the confirmation email (`list_name`
+    None: a signup form that joins no list, so the subscription is to the workspace's mail)."""
     lang, t = words(language)
-    question = t["confirm_question"].format(email=email, list=list_name, workspace=workspace)
-    subject = t["confirm_email_subject"].format(list=list_name, workspace=workspace)
+    what = list_name if list_name is not None else t["form_everything"]
+    question = t["confirm_question"].format(email=email, list=what, workspace=workspace)
+    subject = (
+        t["confirm_email_subject"].format(list=list_name, workspace=workspace)
+        if list_name is not None
+        else t["confirm_email_subject_all"].format(workspace=workspace)
+    )
     html = _EMAILS.get_template("confirm_email.html").render(
         lang=lang, t=t, subject=subject, question=question, workspace=workspace, link=link
     )

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, select, update
 
 from mailroom.core.clock import utcnow
-from mailroom.core.emails import email_domain
+from mailroom.core.emails import email_domain, email_hash
 from mailroom.core.plans import get_plan
 from mailroom.db import Database, claim_due
 from mailroom.models import (
@@ -335,7 +335,7 @@ class SendEngine:
         settings = self.settings
         prepared = Prepared()
         async with db.session(write=False) as session:
-            facts = await _Facts.read(session, rows)
+            facts = await _Facts.read(session, rows, settings.resolved_secret_key)
         now = utcnow()
         groups: dict[tuple[Any, ...], Job] = {}
         for row in rows:
@@ -355,12 +355,12 @@ class SendEngine:
                     Outcome(row, "retry", f"{email_domain(from_email)} is not a verified domain")
                 )
                 continue
-            assert contact is not None
+            email = contact.email if contact is not None else row.email
             recipient = recipient_for(
                 settings,
                 row_id=row.id,
                 workspace_id=row.workspace_id,
-                email=contact.email,
+                email=email,
                 contact=contact,
                 from_email=from_email,
                 domain_verified=domain is not None,
@@ -381,7 +381,7 @@ class SendEngine:
                 prepared.jobs.append(job)
             job.recipients.append(recipient)
             envelope = addresses.return_path(settings, row.id, from_email, domain is not None)
-            prepared.targets[row.id] = (row, envelope, contact.email)
+            prepared.targets[row.id] = (row, envelope, email)
         return prepared
 
 
@@ -391,12 +391,13 @@ class _Facts:
 
     contacts: dict[str, Contact]
     suppressed: set[str]
+    blocked: set[str]  # system rows whose address is suppressed as bounced or complained
     campaigns: dict[str, Campaign]
     domains: dict[tuple[str, str], SendingDomain]
     workspace_names: dict[str, str]
 
     @classmethod
-    async def read(cls, session: Any, rows: list[Claimed]) -> _Facts:
+    async def read(cls, session: Any, rows: list[Claimed], secret: str) -> _Facts:
         contact_ids = {r.contact_id for r in rows if r.contact_id}
         contacts = {
             c.id: c
@@ -443,7 +444,24 @@ class _Facts:
                 )
             ).all()
         )
-        return cls(contacts, suppressed, campaigns, domains, names)
+        system = {
+            r.id: (r.workspace_id, email_hash(secret, r.email)) for r in rows if r.kind == "system"
+        }
+        blocked: set[str] = set()
+        if system:
+            hard = {
+                (w, h)
+                for w, h in (
+                    await session.execute(
+                        select(Suppression.workspace_id, Suppression.email_hash).where(
+                            Suppression.email_hash.in_({h for _, h in system.values()}),
+                            Suppression.reason.in_(("bounced", "complained")),
+                        )
+                    )
+                ).all()
+            }
+            blocked = {row_id for row_id, pair in system.items() if pair in hard}
+        return cls(contacts, suppressed, blocked, campaigns, domains, names)
 
     def why_skip(self, row: Claimed, contact: Contact | None) -> str | None:
         """A message is only for a contact who is still there, subscribed and not suppressed;
@@ -452,6 +470,14 @@ class _Facts:
             campaign = self.campaigns.get(row.campaign_id)
             if campaign is not None and campaign.status == "cancelled":
                 return "campaign cancelled"
+        if row.kind == "system":
+            # A confirmation the subscriber asked for: it may go to an address that is not
+            # (yet) a subscribed contact, never to one that bounced or complained.
+            if contact is not None and contact.status in ("bounced", "complained"):
+                return f"contact is {contact.status}"
+            if row.id in self.blocked:
+                return "address is suppressed"
+            return None
         if contact is None:
             return "contact deleted"
         if contact.status != "subscribed":

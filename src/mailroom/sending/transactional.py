@@ -144,6 +144,48 @@ async def queue(ctx: Context, body: dict[str, Any], *, kind: str = "transactiona
     return row
 
 
+async def queue_system(
+    ctx: Context, *, email: str, contact_id: str | None, message: dict[str, str]
+) -> SendLog:
+    """Queue a message the subscriber asked for themselves (a signup confirmation), from the
+    workspace's sender identity: it counts against the monthly allowance like any send, but
+    goes to an address that is not (or not yet) a subscribed contact; the caller has made
+    sure it is not one that bounced or complained. A paused workspace's copy waits."""
+    identity = await sending.settings_of(ctx)
+    await sending.check_sender(ctx, identity.from_email or "")
+    now = utcnow()
+    await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, 1, now)
+    row = SendLog(
+        id=new_id(),
+        workspace_id=ctx.workspace_id,
+        kind="system",
+        contact_id=contact_id,
+        email=email,
+        priority=PRIORITY_TRANSACTIONAL,
+        attempts=0,
+        open_count=0,
+        click_count=0,
+        payload={
+            "subject": message["subject"],
+            "preheader": "",
+            "html": message["html_content"],
+            "text": message["text_content"],
+            "from_email": identity.from_email,
+            "from_name": identity.from_name or "",
+            "reply_to": identity.reply_to or "",
+            "variables": {},
+            "template_id": None,
+        },
+        status="pending",
+        run_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(row)
+    await ctx.session.flush()
+    return row
+
+
 async def get_message(ctx: Context, message_id: Any) -> SendLog:
     found: SendLog | None = None
     if isinstance(message_id, str) and message_id:

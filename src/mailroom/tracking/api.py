@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from mailroom.core.clock import utcnow
-from mailroom.pages.api import not_found_page
+from mailroom.pages.render import not_found_page
 from mailroom.tracking import links
 from mailroom.tracking.agents import is_automated
 from mailroom.tracking.service import Hit

@@ -1,0 +1,533 @@
+"""What happens when someone submits a signup form (no key), and when they confirm it.
+
+One rule for every answer: the page says the same whatever the address was (new, known,
+unsubscribed, bounced), so a form cannot be used to learn who is on a list.
+
+- Single opt-in and a clean address: the contact is created or updated (source `form`,
+  consent ip/source/time), joins the form's lists confirmed, `form.submitted` fires and the
+  form's `form_submitted` automations enrol it, all in one transaction.
+- Double opt-in (the form's setting, a Free-plan workspace, or a list that asks for it): a new
+  address becomes a contact at once and joins the lists unconfirmed; a known one is left as it
+  is until it confirms. The confirmation email goes out; confirming applies the answers,
+  confirms the memberships and enrols the contact.
+- An address suppressed as `unsubscribed` or `deleted` (or a contact unsubscribed or
+  archived) always goes through the confirmation email: nothing changes until it confirms,
+  and confirming is the fresh consent that lifts the suppression.
+- An address that bounced or complained changes nothing and is never mailed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from mailroom.accounts import service as accounts
+from mailroom.automations import enrol as automations
+from mailroom.contacts import fields as contact_fields
+from mailroom.contacts import memberships
+from mailroom.contacts import service as contacts
+from mailroom.core import tokens
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
+from mailroom.custom_fields import service as custom_fields
+from mailroom.custom_fields import values as typed
+from mailroom.db import Database
+from mailroom.events import service as events
+from mailroom.forms import service as forms
+from mailroom.forms.service import Field
+from mailroom.models import (
+    Contact,
+    Form,
+    FormSubmission,
+    ListMember,
+    MailingList,
+    Workspace,
+)
+from mailroom.pages.emails import confirmation_email
+from mailroom.pages.i18n import words
+from mailroom.ratelimits import service as ratelimits
+from mailroom.sending import transactional
+from mailroom.settings import Settings
+from mailroom.suppressions import service as suppressions
+
+CONFIRM = "form-confirm"  # token purpose
+VALID_SECONDS = 7 * 24 * 3600
+FORM_NOT_FOUND = "Form not found"
+NAME_MAX = 100
+BLOCKED = ("bounced", "complained")
+
+
+class Invalid(Exception):
+    """The answers do not fit the form: a message per field key, in the page's language."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__(next(iter(errors.values())))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Accepted:
+    double_opt_in: bool  # whether the page tells them to look for the confirmation email
+
+
+# ---------------------------------------------------------------- reading the answers
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else ""
+    if isinstance(value, int | float):
+        return str(value)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def read_answers(
+    fields: list[Field], data: dict[str, Any], language: str
+) -> tuple[str, dict[str, Any]]:
+    """(the email, the other answers as the contact takes them:
+    `{first_name?, last_name?, custom_fields?}`), or `Invalid`. Keys the form does not ask
+    for are ignored; an empty optional field is left out."""
+    _, t = words(language)
+    errors: dict[str, str] = {}
+    email = ""
+    answers: dict[str, Any] = {}
+    custom: dict[str, Any] = {}
+    for field in fields:
+        label = field.shown_label(t)
+        raw = data.get(field.key)
+        if field.type == "boolean":
+            value = _boolean(raw)
+            if value is None:
+                errors[field.key] = t["form_boolean"].format(label=label)
+            elif field.required and not value:
+                errors[field.key] = t["form_required"].format(label=label)
+            elif value or field.key in data:
+                custom[field.key] = value
+            continue
+        text = _text(raw)
+        if not text:
+            if field.required:
+                errors[field.key] = t["form_required"].format(label=label)
+            continue
+        if field.key == "email":
+            try:
+                email = contact_fields.clean_email(text)
+            except ApiError:
+                errors[field.key] = t["form_bad_email"].format(label=label)
+        elif field.key in ("first_name", "last_name"):
+            if len(text) > NAME_MAX:
+                errors[field.key] = t["form_too_long"].format(label=label, n=NAME_MAX)
+            else:
+                answers[field.key] = text
+        else:
+            value, problem = _typed(field, text, t, label)
+            if problem:
+                errors[field.key] = problem
+            else:
+                custom[field.key] = value
+    if errors:
+        raise Invalid(errors)
+    if custom:
+        answers["custom_fields"] = custom
+    return email, answers
+
+
+def _boolean(raw: Any) -> bool | None:
+    if raw is None or raw == "":
+        return False
+    if isinstance(raw, bool):
+        return raw
+    parsed = typed.parse_boolean(raw)
+    if parsed is None and isinstance(raw, str) and raw.strip().lower() in ("on", "1"):
+        return True  # an HTML checkbox without a value sends "on"
+    if parsed is None and isinstance(raw, str) and raw.strip().lower() in ("off", "0"):
+        return False
+    return parsed
+
+
+def _typed(field: Field, text: str, t: dict[str, str], label: str) -> tuple[Any, str | None]:
+    if len(text) > typed.MAX_STRING:
+        return None, t["form_too_long"].format(label=label, n=typed.MAX_STRING)
+    if field.type == "text":
+        return text, None
+    value = typed.coerce(field.type, field.options, text)
+    if value is None or value is typed.CLEAR:
+        key = {"number": "form_number", "date": "form_date", "dropdown": "form_choice"}
+        message = t[key.get(field.type, "form_required")]
+        return None, message.format(label=label, options=", ".join(field.options or []))
+    return value, None
+
+
+# ---------------------------------------------------------------- submitting
+
+
+@dataclass(frozen=True)
+class Public:
+    """A form as its public page shows it."""
+
+    form: Form
+    fields: list[Field]
+    double_opt_in: bool  # in effect: the form's, the plan's or one of its lists'
+
+
+async def load_public(db: Database, settings: Settings, form_id: str) -> Public | None:
+    if not form_id or len(form_id) > 36:
+        return None
+    async with db.session(write=False) as session:
+        form = await session.scalar(select(Form).where(Form.id == form_id))
+        if form is None:
+            return None
+        principal = await accounts.principal_for_workspace(session, form.workspace_id)
+        ctx = Context(session, principal, settings)
+        registry = await custom_fields.registry(ctx)
+        lists = await _lists(ctx, form.list_ids)
+        return Public(form, forms.shown_fields(form, registry), _double(ctx, form, lists))
+
+
+def _double(ctx: Context, form: Form, lists: list[MailingList]) -> bool:
+    return forms.effective_double_opt_in(ctx, form) or any(m.double_opt_in for m in lists)
+
+
+async def rate_limit(db: Database, settings: Settings, form_id: str, ip: str) -> int:
+    """Seconds to wait before this IP may submit this form again (0: go ahead). Counted in
+    its own transaction, so refused and invalid submissions count too."""
+    async with db.transaction() as session:
+        decision = await ratelimits.hit(
+            session,
+            f"form:{form_id}:{ip}",
+            limit=max(1, settings.form_rate_per_minute),
+            window_seconds=60,
+        )
+    return decision.retry_after
+
+
+async def form_context(db_session: Any, settings: Settings, form_id: str) -> tuple[Form, Context]:
+    form: Form | None = None
+    if form_id and len(form_id) <= 36:
+        form = await db_session.scalar(select(Form).where(Form.id == form_id))
+    if form is None:
+        raise ApiError(404, FORM_NOT_FOUND)
+    principal = await accounts.principal_for_workspace(db_session, form.workspace_id)
+    return form, Context(db_session, principal, settings)
+
+
+async def submit(
+    db: Database,
+    settings: Settings,
+    form_id: str,
+    data: dict[str, Any],
+    *,
+    ip: str,
+    language: str,
+) -> Accepted:
+    async with db.transaction() as session:
+        form, ctx = await form_context(session, settings, form_id)
+        registry = await custom_fields.registry(ctx)
+        email, answers = read_answers(forms.shown_fields(form, registry), data, language)
+        lists = await _lists(ctx, form.list_ids)
+        double = forms.effective_double_opt_in(ctx, form) or any(m.double_opt_in for m in lists)
+        suppression = await suppressions.find(ctx, ctx.hash_email(email))
+        contact = await contacts.find_by_email(ctx, email)
+        if (suppression is not None and suppression.reason in BLOCKED) or (
+            contact is not None and contact.status in BLOCKED
+        ):
+            return Accepted(double)  # never mailed again, and nothing tells them apart
+        returning = suppression is not None or (
+            contact is not None and contact.status != "subscribed"
+        )
+        now = utcnow()
+        consent = {"consent_ip": ip, "consent_source": f"form:{form.id}"}
+        submission = FormSubmission(
+            workspace_id=ctx.workspace_id,
+            form_id=form.id,
+            email=email,
+            answers={**answers, "list_ids": [m.id for m in lists]},
+            language=language,
+            consent_ip=ip,
+            status="pending",
+            announced=False,
+            created_at=now,
+        )
+        if not double and not returning:
+            contact = await _apply(ctx, form, lists, contact, email, answers, language, consent)
+            submission.status, submission.confirmed_at = "confirmed", now
+            submission.contact_id, submission.email = contact.id, ""
+            ctx.session.add(submission)
+            await _announce(ctx, form, contact, double=False)
+            await automations.enrol(ctx, "form_submitted", [contact.id], form_id=form.id)
+            return Accepted(False)
+        if not returning:
+            if contact is None and lists:
+                # A new address is on the lists now, unconfirmed until the email is answered.
+                contact = await contacts.create_contact(
+                    ctx,
+                    {**answers, "email": email, "source": "form", "language": language},
+                    form_id=form.id,
+                    consent=consent,
+                )
+            if contact is not None:
+                if not await _join(ctx, form, contact, lists, confirmed=False):
+                    return Accepted(double)  # confirmed on every list already: nothing to ask
+                submission.contact_id, submission.announced = contact.id, True
+                await _announce(ctx, form, contact, double=True)
+        ctx.session.add(submission)
+        await ctx.session.flush()
+        await _send_confirmation(ctx, form, submission, lists)
+        # An unsubscribed address confirms even on a single opt-in form, but the answer is
+        # the form's: it must not tell that this address was known.
+        return Accepted(double)
+
+
+async def _lists(ctx: Context, list_ids: list[str]) -> list[MailingList]:
+    """The form's lists that still exist, in the form's order."""
+    if not list_ids:
+        return []
+    found = {
+        m.id: m
+        for m in (
+            await ctx.session.scalars(
+                select(MailingList).where(
+                    MailingList.workspace_id == ctx.workspace_id, MailingList.id.in_(list_ids)
+                )
+            )
+        ).all()
+    }
+    return [found[i] for i in list_ids if i in found]
+
+
+async def _apply(
+    ctx: Context,
+    form: Form,
+    lists: list[MailingList],
+    contact: Contact | None,
+    email: str,
+    answers: dict[str, Any],
+    language: str,
+    consent: dict[str, str],
+) -> Contact:
+    """The answers land on the contact (created, updated, or subscribed again), with consent
+    confirmed now, and the memberships are confirmed."""
+    consent = {**consent, "consent_confirmed_at": utcnow().isoformat().replace("+00:00", "Z")}
+    if contact is None:
+        contact = await contacts.create_contact(
+            ctx,
+            {**answers, "email": email, "source": "form", "language": language},
+            form_id=form.id,
+            consent=consent,
+        )
+    else:
+        patch: dict[str, Any] = dict(answers) or {"custom_fields": {}}
+        if contact.status != "subscribed":
+            patch["resubscribe"] = True
+        await contacts.update_contact(ctx, contact.id, patch, form_id=form.id, consent=consent)
+    await _join(ctx, form, contact, lists, confirmed=True)
+    return contact
+
+
+async def _join(
+    ctx: Context, form: Form, contact: Contact, lists: list[MailingList], *, confirmed: bool
+) -> bool:
+    """Put the contact on the lists (confirmed joins fire `contact.list_joined` with the list
+    and form dimensions). Unconfirmed: whether any membership waits for confirmation."""
+    now = utcnow()
+    waiting = False
+    for mailing_list in lists:
+        member = await ctx.session.get(ListMember, (mailing_list.id, contact.id))
+        if not confirmed and member is not None:
+            waiting = waiting or member.status != "confirmed"
+            continue
+        if member is None:
+            ctx.session.add(
+                ListMember(
+                    list_id=mailing_list.id,
+                    contact_id=contact.id,
+                    workspace_id=ctx.workspace_id,
+                    status="confirmed" if confirmed else "unconfirmed",
+                    created_at=now,
+                    confirmed_at=now if confirmed else None,
+                )
+            )
+        elif member.status != "confirmed":
+            member.status, member.confirmed_at = "confirmed", now
+        else:
+            continue
+        waiting = not confirmed
+        if confirmed:
+            await ctx.session.flush()
+            await memberships.list_event(
+                ctx,
+                "contact.list_joined",
+                contact,
+                mailing_list.id,
+                mailing_list.name,
+                form_id=form.id,
+            )
+    return waiting
+
+
+async def _announce(ctx: Context, form: Form, contact: Contact, *, double: bool) -> None:
+    await events.emit_contact_event(
+        ctx,
+        "form.submitted",
+        contact,
+        extra={"form": {"id": form.id, "name": form.name}, "double_opt_in": double},
+        form_id=form.id,
+    )
+
+
+# ---------------------------------------------------------------- confirming
+
+
+def confirm_url(settings: Settings, submission: FormSubmission) -> str:
+    token = tokens.sign(
+        settings.resolved_secret_key,
+        CONFIRM,
+        submission.workspace_id,
+        submission.id,
+        str(int(time.time())),
+    )
+    return f"{settings.public_url.rstrip('/')}/f/confirm/{token}"
+
+
+async def _send_confirmation(
+    ctx: Context, form: Form, submission: FormSubmission, lists: list[MailingList]
+) -> None:
+    name = await ctx.session.scalar(
+        select(accounts.shown_name()).where(Workspace.id == ctx.workspace_id)
+    )
+    message = confirmation_email(
+        submission.language,
+        str(name or ""),
+        ", ".join(m.name for m in lists) if lists else None,
+        submission.email,
+        confirm_url(ctx.settings, submission),
+    )
+    await transactional.queue_system(
+        ctx, email=submission.email, contact_id=submission.contact_id, message=message
+    )
+
+
+@dataclass(frozen=True)
+class Pending:
+    workspace_id: str
+    submission_id: str
+    expired: bool
+
+
+def read_token(settings: Settings, token: str) -> Pending | None:
+    parts = tokens.read(settings.resolved_secret_key, CONFIRM, token)
+    if parts is None or len(parts) != 3 or not parts[2].isdigit():
+        return None
+    return Pending(parts[0], parts[1], time.time() - int(parts[2]) > VALID_SECONDS)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the confirmation page says."""
+
+    workspace_name: str
+    what: str | None  # the lists' names, or None for the workspace's mail
+    email: str
+    language: str
+    confirmed: bool
+
+
+async def look(db: Database, pending: Pending) -> Shown | None:
+    async with db.session(write=False) as session:
+        return await _shown(session, pending)
+
+
+async def _shown(session: Any, pending: Pending) -> Shown | None:
+    row = (
+        await session.execute(
+            select(FormSubmission, accounts.shown_name())
+            .join(Workspace, Workspace.id == FormSubmission.workspace_id)
+            .where(
+                FormSubmission.id == pending.submission_id,
+                FormSubmission.workspace_id == pending.workspace_id,
+            )
+        )
+    ).first()
+    if row is None:
+        return None
+    submission, name = row
+    email = submission.email
+    if not email and submission.contact_id:
+        email = str(
+            await session.scalar(select(Contact.email).where(Contact.id == submission.contact_id))
+            or ""
+        )
+    names = (
+        await session.scalars(
+            select(MailingList.name).where(
+                MailingList.workspace_id == submission.workspace_id,
+                MailingList.id.in_(submission.answers.get("list_ids") or []),
+            )
+        )
+    ).all()
+    return Shown(
+        str(name or ""),
+        ", ".join(names) if names else None,
+        email,
+        submission.language,
+        submission.status == "confirmed",
+    )
+
+
+async def confirm(db: Database, settings: Settings, pending: Pending) -> bool:
+    """Apply a pending submission. Whether this request did it (False: it was already)."""
+    async with db.transaction() as session:
+        query = select(FormSubmission).where(
+            FormSubmission.id == pending.submission_id,
+            FormSubmission.workspace_id == pending.workspace_id,
+        )
+        if session.get_bind().dialect.name == "postgresql":
+            query = query.with_for_update()
+        submission = await session.scalar(query)
+        if submission is None or submission.status == "confirmed":
+            return False
+        form, ctx = await form_context(session, settings, submission.form_id)
+        now = utcnow()
+        submission.status, submission.confirmed_at = "confirmed", now
+        email = submission.email
+        suppression = await suppressions.find(ctx, ctx.hash_email(email))
+        contact = await contacts.find_by_email(ctx, email)
+        if (suppression is not None and suppression.reason in BLOCKED) or (
+            contact is not None and contact.status in BLOCKED
+        ):
+            return True  # it bounced or complained meanwhile: confirming changes nothing
+        if suppression is not None:
+            await suppressions.remove(ctx, suppression)  # the fresh consent it needed
+        answers = {k: v for k, v in submission.answers.items() if k != "list_ids"}
+        lists = await _lists(ctx, submission.answers.get("list_ids") or [])
+        consent = {"consent_ip": submission.consent_ip, "consent_source": f"form:{form.id}"}
+        contact = await _apply(
+            ctx, form, lists, contact, email, answers, submission.language, consent
+        )
+        submission.contact_id, submission.email = contact.id, ""
+        if not submission.announced:
+            submission.announced = True
+            await _announce(ctx, form, contact, double=True)
+        await automations.enrol(ctx, "form_submitted", [contact.id], form_id=form.id)
+    return True
+
+
+async def resend(db: Database, settings: Settings, pending: Pending) -> None:
+    """A new confirmation email (with a fresh link) for an expired one."""
+    async with db.transaction() as session:
+        submission = await session.scalar(
+            select(FormSubmission).where(
+                FormSubmission.id == pending.submission_id,
+                FormSubmission.workspace_id == pending.workspace_id,
+                FormSubmission.status == "pending",
+            )
+        )
+        if submission is None:
+            return
+        form, ctx = await form_context(session, settings, submission.form_id)
+        lists = await _lists(ctx, submission.answers.get("list_ids") or [])
+        await _send_confirmation(ctx, form, submission, lists)

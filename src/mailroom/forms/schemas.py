@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import JsonDict
 
 from mailroom.core.loose import Doc, body_config, name_field, text
 from mailroom.core.pagination import Pagination
@@ -108,7 +109,7 @@ class FormUpdate(BaseModel):
     languages: Annotated[Any, Doc(LANGS)] = None
 
 
-FIELD_OUT = {
+FIELD_OUT: dict[str, Any] = {
     "type": "object",
     "required": ["key", "label", "type", "required"],
     "properties": {
@@ -133,7 +134,7 @@ class FormStats(BaseModel):
 class FormOut(BaseModel):
     id: str
     name: str
-    fields: list[dict[str, Any]] = Field(json_schema_extra={"items": FIELD_OUT})
+    fields: list[dict[str, Any]] = Field(json_schema_extra={"items": cast(JsonDict, FIELD_OUT)})
     list_ids: list[str]
     double_opt_in: bool = Field(description="In effect (always true on the Free plan).")
     success_message: str | None

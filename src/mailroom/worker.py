@@ -25,6 +25,7 @@ from sqlalchemy import delete, func, update
 
 from mailroom.accounts import service as accounts_service
 from mailroom.audit import service as audit_service
+from mailroom.automations import anniversaries
 from mailroom.automations import runner as automation_runner
 from mailroom.campaigns import actions as campaign_actions
 from mailroom.core.clock import utcnow
@@ -117,6 +118,8 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("sending", engine.tick, min(0.1, settings.worker_poll_interval), engine.close),
         Loop("scheduled-campaigns", _start_scheduled_campaigns, 2.0),
         Loop("automations", automation_runner.tick, min(0.5, settings.worker_poll_interval)),
+        # Anniversary enrolments are per day at a minute: looking each minute is on time.
+        Loop("anniversaries", anniversaries.tick, 60),
         Loop("prune-sending", _prune_sending, 3600),
         Loop(
             "webhook-deliveries",

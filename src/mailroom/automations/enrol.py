@@ -47,7 +47,11 @@ async def enrol(ctx: Context, trigger: str, contact_ids: Sequence[str] | Any, **
     return await start(ctx, automations, contact_ids)
 
 
-async def start(ctx: Context, automations: list[Automation], contact_ids: Any) -> int:
+async def start(
+    ctx: Context, automations: list[Automation], contact_ids: Any, *, again: bool = False
+) -> int:
+    """Runs started. `again`: a contact who finished may enter again whatever the automation
+    says (a yearly anniversary is a new occasion each year)."""
     if isinstance(contact_ids, list | tuple):
         groups = [Contact.id.in_(part) for part in chunks(ctx.session, sorted(set(contact_ids)))]
     else:
@@ -57,7 +61,7 @@ async def start(ctx: Context, automations: list[Automation], contact_ids: Any) -
     for automation in automations:
         first, _places = walk(automation.steps)
         before = AutomationRun.automation_id == automation.id
-        if not automation.allow_reentry:
+        if not (automation.allow_reentry or again):
             been = exists().where(before, AutomationRun.contact_id == Contact.id)
         else:
             been = exists().where(

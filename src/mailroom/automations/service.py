@@ -124,7 +124,10 @@ async def update_automation(ctx: Context, automation_id: str, body: dict[str, An
         raise ApiError(400, "No updatable fields provided")
     if "name" in body:
         await AUTOMATIONS.rename(ctx, automation, body["name"])
-    for name, value in (await _checked(ctx, body, automation)).items():
+    values = await _checked(ctx, body, automation)
+    if values.get("trigger", automation.trigger) != automation.trigger:
+        automation.anniversaries_through = None  # a new date or time counts from today
+    for name, value in values.items():
         setattr(automation, name, value)
     AUTOMATIONS.touch(automation)
     await AUTOMATIONS.flush(ctx)
@@ -159,6 +162,7 @@ async def activate(ctx: Context, automation_id: str) -> Automation:
                 "Pause one or upgrade.",
             )
     automation.status = "active"
+    automation.anniversaries_through = None  # anniversaries count from today, not back
     AUTOMATIONS.touch(automation)
     return automation
 

@@ -44,6 +44,8 @@ class Automation(Base):
     allow_reentry: Mapped[bool] = mapped_column(Boolean, default=False)
     time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
     failed_notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # date_anniversary: the last local day (YYYY-MM-DD) whose contacts have been enrolled.
+    anniversaries_through: Mapped[str | None] = mapped_column(String(10), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

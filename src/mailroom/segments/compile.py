@@ -242,6 +242,12 @@ class Compiler:
         return or_(*parts)
 
 
+def stored_day(dialect: str, key: str) -> Any:
+    """A contact's date custom field `key` as `YYYY-MM-DD` text (NULL when it holds none), as
+    segments read it: for SQL over `Contact` elsewhere (anniversary automations)."""
+    return _JsonValue(dialect == "postgresql", key).day()
+
+
 def anniversary_window(today: date, days: int) -> tuple[list[tuple[str, str]] | None, bool]:
     """The `MM-DD` ranges from today to `days` ahead (None: every day), and whether 29
     February falls in it: in a year without one, its anniversary is 1 March."""

@@ -190,7 +190,7 @@ async def test_the_embed_posts_to_the_hosted_page(client, ws, settings):
     )
     embed = await ok(await client.get(f"/api/v1/forms/{form['id']}/embed", headers=ws.headers))
     html = embed["embed"]["html"]
-    action = f"{settings.public_url.rstrip('/')}/f/{form['id']}"
+    action = f"{settings.public_url.rstrip('/')}/f/{form['id']}?lang=de"
     assert f'action="{action}"' in html and 'method="post"' in html
     assert 'name="email"' in html and 'type="email"' in html and 'name="first_name"' in html
     assert 'name="hp"' in html and 'tabindex="-1"' in html  # the honeypot

@@ -126,7 +126,8 @@ async def get_form_embed(
     html = render.embed(
         name=form.name,
         lang=code,
-        action=f"{ctx.settings.public_url.rstrip('/')}/f/{form.id}",
+        # The answer pages (errors, thanks) speak the embed's language.
+        action=f"{ctx.settings.public_url.rstrip('/')}/f/{form.id}?lang={code}",
         fields=fields,
         consent_text=form.consent_text,
     )

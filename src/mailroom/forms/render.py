@@ -67,7 +67,7 @@ def embed(
             action=action,
             fields=fields,
             consent_text=consent_text,
-            prefix=f"{action.rsplit('/', 1)[-1][:8]}-",
+            prefix=f"{action.rsplit('/', 1)[-1][:8]}-",  # ids unique beside another embed
         )
         .strip()
         + "\n"

@@ -104,7 +104,7 @@ def read_answers(
             if value is None:
                 errors[field.key] = t["form_boolean"].format(label=label)
             elif field.required and not value:
-                errors[field.key] = t["form_required"].format(label=label)
+                errors[field.key] = t["form_tick"].format(label=label)
             elif value or field.key in data:
                 custom[field.key] = value
             continue

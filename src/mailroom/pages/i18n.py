@@ -208,6 +208,7 @@ PHRASES["pt"].update(
 
 # Signup forms (forms.pages): the hosted page, its messages and its confirmation.
 PHRASES["en"].update(
+    form_tick="{label}: tick this box to continue",
     confirm_email_subject_all="Please confirm your subscription to {workspace}",
     email="Email",
     form_submit="Subscribe",
@@ -231,6 +232,7 @@ PHRASES["en"].update(
     form_choose="Choose…",
 )
 PHRASES["fr"].update(
+    form_tick="{label} : cochez cette case pour continuer",
     confirm_email_subject_all="Confirmez votre inscription à {workspace}",
     email="E-mail",
     form_submit="S'inscrire",
@@ -255,6 +257,7 @@ PHRASES["fr"].update(
     form_choose="Choisir…",
 )
 PHRASES["de"].update(
+    form_tick="{label}: Bitte kreuzen Sie dieses Feld an",
     confirm_email_subject_all="Bitte bestätigen Sie Ihre Anmeldung bei {workspace}",
     email="E-Mail",
     form_submit="Anmelden",
@@ -279,6 +282,7 @@ PHRASES["de"].update(
     form_choose="Auswählen…",
 )
 PHRASES["es"].update(
+    form_tick="{label}: marca esta casilla para continuar",
     confirm_email_subject_all="Confirma tu suscripción a {workspace}",
     email="Correo electrónico",
     form_submit="Suscribirme",
@@ -302,6 +306,7 @@ PHRASES["es"].update(
     form_choose="Elegir…",
 )
 PHRASES["pt"].update(
+    form_tick="{label}: marque esta caixa para continuar",
     confirm_email_subject_all="Confirme a sua inscrição em {workspace}",
     email="E-mail",
     form_submit="Inscrever-me",

@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -43,16 +43,32 @@ def monthly_limit_reached(plan: Plan) -> ApiError:
     )
 
 
+_UPSERTS: dict[str, Any] = {}
+
+
+def _upsert(dialect: str) -> Any:
+    """The meter's upsert, built once per dialect (building `excluded` costs more than
+    running it)."""
+    found = _UPSERTS.get(dialect)
+    if found is None:
+        make: Any = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = make(SendMeter).values(
+            account_id=bindparam("account_id"),
+            period=bindparam("period"),
+            count=bindparam("count"),
+        )
+        found = _UPSERTS[dialect] = statement.on_conflict_do_update(
+            index_elements=[SendMeter.account_id, SendMeter.period],
+            set_={"count": SendMeter.count + statement.excluded.count},
+        )
+    return found
+
+
 async def _add(session: AsyncSession, account_id: str, period: str, count: int) -> None:
     if not count:
         return
-    make: Any = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    statement = make(SendMeter).values(account_id=account_id, period=period, count=count)
-    statement = statement.on_conflict_do_update(
-        index_elements=[SendMeter.account_id, SendMeter.period],
-        set_={"count": SendMeter.count + statement.excluded.count},
-    )
-    await session.execute(statement)
+    statement = _upsert(session.get_bind().dialect.name)
+    await session.execute(statement, {"account_id": account_id, "period": period, "count": count})
 
 
 async def _count(session: AsyncSession, account_id: str, period: str) -> int:

@@ -49,6 +49,8 @@ async def _content(ctx: Context, body: dict[str, Any]) -> dict[str, str]:
         for name in ("subject", "preheader", "html_content", "text_content")
         if name in body
     }
+    # A stored template was checked when it was saved: only what the request brings is.
+    given = dict(parts)
     template_id = body.get("template_id")
     if template_id not in (None, ""):
         if not isinstance(template_id, str):
@@ -61,7 +63,7 @@ async def _content(ctx: Context, body: dict[str, Any]) -> dict[str, str]:
         raise ApiError(400, "subject is required (or a template_id with one)")
     if not ((parts.get("html_content") or "").strip() or (parts.get("text_content") or "").strip()):
         raise ApiError(400, "html_content or text_content is required (or a template_id)")
-    await templates.check_syntax(parts)
+    await templates.check_syntax(given)
     return parts
 
 

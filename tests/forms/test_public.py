@@ -208,3 +208,36 @@ async def test_a_full_workspace_refuses_plainly(client, ws, db):
     assert answer.status_code == 422
     assert answer.json()["error"].startswith("Sending is not configured")
     assert await contact_by_email(client, ws, JANE) is None
+
+
+async def test_an_endpoint_scoped_to_a_form_hears_only_that_forms_submissions(client, db, ws):
+    from sqlalchemy import func, select
+
+    from mailroom.models import WebhookDelivery, WebhookEndpoint
+
+    form = await make_form(client, ws)
+    other = await make_form(client, ws, name="Other")
+    async with db.transaction() as session:
+        endpoint = WebhookEndpoint(
+            workspace_id=ws.workspace_id,
+            url="https://hooks.shop.example/forms",
+            event_types=["form.submitted", "contact.created"],
+            filters={"form_ids": [form["id"]]},
+            secret="whsec_forms",
+        )
+        session.add(endpoint)
+        await session.flush()
+        endpoint_id = endpoint.id
+    await submit(client, form["id"], email=JANE)
+    await submit(client, other["id"], email="other@mail.example")
+    await ok(
+        await client.post(
+            "/api/v1/contacts", json={"email": "api@mail.example"}, headers=ws.headers
+        ),
+        201,
+    )
+    async with db.session() as session:
+        heard = await session.scalar(
+            select(func.count()).where(WebhookDelivery.endpoint_id == endpoint_id)
+        )
+    assert heard == 2  # this form's form.submitted and contact.created, nothing else

@@ -14,6 +14,8 @@ from mailroom.core.pagination import PageParams
 from mailroom.db import serialise
 from mailroom.events.catalog import CATALOG, CHAT_EVENTS
 from mailroom.models import (
+    Campaign,
+    Form,
     MailingList,
     SendingDomain,
     Tag,
@@ -25,12 +27,13 @@ from mailroom.webhooks import chat, client, fanout, signing
 MAX_FILTER_IDS = 100
 MAX_DESCRIPTION = 500
 CHANNELS = ("server", "slack", "teams")
-# Tables that own each filter dimension's ids (forms and campaigns come later: until then no
-# id can belong to the workspace).
+# Tables that own each filter dimension's ids.
 _OWNERS: dict[str, Any] = {
     "list_ids": MailingList,
     "tag_ids": Tag,
     "domain_ids": SendingDomain,
+    "form_ids": Form,
+    "campaign_ids": Campaign,
 }
 
 

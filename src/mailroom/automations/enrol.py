@@ -25,18 +25,34 @@ from mailroom.models import Automation, AutomationRun, Contact
 _MATCH = {"tag_added": "tag_id", "list_joined": "list_id", "form_submitted": "form_id"}
 
 
+_CACHE_KEY = "active_automations"
+
+
 async def active(ctx: Context, trigger: str, **match: str) -> list[Automation]:
-    found = await ctx.session.scalars(
-        select(Automation).where(
-            Automation.workspace_id == ctx.workspace_id,
-            Automation.status == "active",
-            Automation.trigger_type == trigger,
+    """The workspace's active automations with this trigger (and tag, list or form), read
+    once per trigger per unit of work (a form submission asks for three triggers, an import
+    for each tag and list)."""
+    cache = ctx.cache.setdefault(_CACHE_KEY, {})
+    found = cache.get(trigger)
+    if found is None:
+        found = cache[trigger] = list(
+            (
+                await ctx.session.scalars(
+                    select(Automation).where(
+                        Automation.workspace_id == ctx.workspace_id,
+                        Automation.status == "active",
+                        Automation.trigger_type == trigger,
+                    )
+                )
+            ).all()
         )
-    )
     key = _MATCH.get(trigger)
-    return [
-        a for a in found.all() if a.steps and (key is None or a.trigger.get(key) == match.get(key))
-    ]
+    return [a for a in found if a.steps and (key is None or a.trigger.get(key) == match.get(key))]
+
+
+def forget(ctx: Context) -> None:
+    """Automations changed in this unit of work: read them again next time."""
+    ctx.cache.pop(_CACHE_KEY, None)
 
 
 async def enrol(ctx: Context, trigger: str, contact_ids: Sequence[str] | Any, **match: str) -> int:

@@ -104,6 +104,7 @@ def _store_rules(items: list[dict[str, Any]], place: str, checked: dict[str, Any
 
 
 async def create_automation(ctx: Context, body: dict[str, Any]) -> Automation:
+    enrol.forget(ctx)
     name = await AUTOMATIONS.claim_name(ctx, body.get("name"))
     values = await _checked(ctx, body, None)
     return await AUTOMATIONS.create(
@@ -120,6 +121,7 @@ async def update_automation(ctx: Context, automation_id: str, body: dict[str, An
     """Editing an active automation is allowed: runs stay on their step (by id); a run whose
     step was removed exits when it next moves."""
     automation = await get_automation(ctx, automation_id)
+    enrol.forget(ctx)
     if not body:
         raise ApiError(400, "No updatable fields provided")
     if "name" in body:
@@ -135,6 +137,7 @@ async def update_automation(ctx: Context, automation_id: str, body: dict[str, An
 
 
 async def delete_automation(ctx: Context, automation_id: str) -> None:
+    enrol.forget(ctx)
     await AUTOMATIONS.delete(ctx, await get_automation(ctx, automation_id))
 
 
@@ -143,6 +146,7 @@ async def activate(ctx: Context, automation_id: str) -> Automation:
     (checked and switched under one lock, so two activations cannot both take the last
     place)."""
     await serialise(ctx.session, f"automations:{ctx.workspace_id}")
+    enrol.forget(ctx)
     automation = await get_automation(ctx, automation_id)
     if automation.status == "active":
         return automation
@@ -169,6 +173,7 @@ async def activate(ctx: Context, automation_id: str) -> Automation:
 
 async def pause(ctx: Context, automation_id: str) -> Automation:
     """No new enrolments and no step runs; runs keep their place and go on when activated."""
+    enrol.forget(ctx)
     automation = await get_automation(ctx, automation_id)
     if automation.status == "active":
         automation.status = "paused"

@@ -217,10 +217,12 @@ async def create_contact(
     *,
     form_id: str | None = None,
     consent: dict[str, str] | None = None,
+    looked_up: bool = False,
 ) -> Contact:
     """POST /contacts, and a signup form's new contact (`form_id`: the events carry the form
     dimension; `consent`: the consent values stored beside the custom fields, unregistered,
-    as the import stores them)."""
+    as the import stores them; `looked_up`: the caller has just found no contact and no
+    suppression for the address in this transaction)."""
     email = check.clean_email(body.get("email"))
     first_name = check.clean_name("first_name", body.get("first_name"))
     last_name = check.clean_name("last_name", body.get("last_name"))
@@ -229,7 +231,7 @@ async def create_contact(
     resubscribe = bool(body.get("resubscribe", False))
     raw_fields = body.get("custom_fields")
 
-    existing = await find_by_email(ctx, email)
+    existing = None if looked_up else await find_by_email(ctx, email)
     if existing is not None:
         if resubscribe:
             raise ApiError(
@@ -239,7 +241,7 @@ async def create_contact(
             )
         raise ApiError(409, DUPLICATE)
     digest = ctx.hash_email(email)
-    suppression = await suppressions.find(ctx, digest)
+    suppression = None if looked_up else await suppressions.find(ctx, digest)
     if suppression is not None and not (resubscribe and suppression.reason == "unsubscribed"):
         raise suppressions.refusal(suppression.reason)
     await ensure_capacity(ctx)

@@ -114,23 +114,39 @@ async def _read_body(request: Request) -> tuple[dict[str, Any], bool]:
 @router.post("/f/{form_id}")
 async def submit_form(form_id: str, request: Request) -> Response:
     db, settings = get_db(request), get_settings_dep(request)
-    wants_json = "json" in request.headers.get("content-type", "").lower()
-    found = await submission.load_public(db, settings, form_id)
-    if found is None:
+    try:
+        data, wants_json = await _read_body(request)
+    except ApiError as problem:
+        return JSONResponse({"error": problem.message}, problem.status, headers=CORS)
+
+    def language(languages: list[str]) -> str:
+        return render.choose_language(
+            languages, request.query_params.get("lang"), request.headers.get("accept-language")
+        )
+
+    try:
+        done = await submission.handle(
+            db, settings, form_id, data, ip=_client_ip(request), choose_language=language
+        )
+    except ApiError as problem:  # a plan cap, sending not set up: nothing was kept
+        found = await submission.load_public(db, settings, form_id)
+        if wants_json or found is None:
+            return JSONResponse(
+                {"error": problem.message}, problem.status, headers={**CORS, **problem.headers}
+            )
+        lang = language(found.form.languages)
+        message = words(lang)[1]["form_unavailable"]
+        return _form_page(found.form, found.fields, lang, message=message, status=problem.status)
+    if done.public is None:
         if wants_json:
             return JSONResponse({"error": submission.FORM_NOT_FOUND}, 404, headers=CORS)
         return not_found_page(request)
-    form, fields = found.form, found.fields
-    lang = render.choose_language(
-        form.languages, request.query_params.get("lang"), request.headers.get("accept-language")
-    )
+    form, fields, lang = done.public.form, done.public.fields, done.language
     _, t = words(lang)
-    ip = _client_ip(request)
-    wait = await submission.rate_limit(db, settings, form.id, ip)
-    if wait:
-        limited = {**CORS, "Retry-After": str(wait)}
+    if done.wait:
+        limited = {**CORS, "Retry-After": str(done.wait)}
         if wants_json:
-            message = f"Too many submissions from this address. Try again in {wait} seconds."
+            message = f"Too many submissions from this address. Try again in {done.wait} seconds."
             return JSONResponse({"error": message}, 429, headers=limited)
         return _form_page(
             form,
@@ -141,36 +157,20 @@ async def submit_form(form_id: str, request: Request) -> Response:
             status=429,
             headers=limited,
         )
-    try:
-        data, wants_json = await _read_body(request)
-    except ApiError as problem:
-        return JSONResponse({"error": problem.message}, problem.status, headers=CORS)
-    values = {k: v for k, v in data.items() if isinstance(v, str) and k != "hp"}
-    honeypot = data.get("hp")
-    if honeypot not in (None, "", False):
-        # A bot filled the hidden field: it is told what a person would be, and nothing is kept.
-        accepted = submission.Accepted(found.double_opt_in)
-    else:
-        try:
-            accepted = await submission.submit(db, settings, form.id, data, ip=ip, language=lang)
-        except submission.Invalid as invalid:
-            if wants_json:
-                return JSONResponse({"error": str(invalid)}, 400, headers=CORS)
-            return _form_page(form, fields, lang, values=values, errors=invalid.errors, status=400)
-        except ApiError as problem:
-            if wants_json:
-                return JSONResponse(
-                    {"error": problem.message}, problem.status, headers={**CORS, **problem.headers}
-                )
-            return _form_page(
-                form, fields, lang, message=t["form_unavailable"], status=problem.status
-            )
+    if done.errors:
+        if wants_json:
+            return JSONResponse({"error": next(iter(done.errors.values()))}, 400, headers=CORS)
+        values = {k: v for k, v in data.items() if isinstance(v, str) and k != "hp"}
+        return _form_page(form, fields, lang, values=values, errors=done.errors, status=400)
+    assert done.accepted is not None
     if wants_json:
-        return JSONResponse({"ok": True, "double_opt_in": accepted.double_opt_in}, headers=CORS)
+        return JSONResponse(
+            {"ok": True, "double_opt_in": done.accepted.double_opt_in}, headers=CORS
+        )
     if form.redirect_url:
         return RedirectResponse(form.redirect_url, status_code=303, headers=CORS)
     message = form.success_message or (
-        t["form_check_email"] if accepted.double_opt_in else t["form_thanks"]
+        t["form_check_email"] if done.accepted.double_opt_in else t["form_thanks"]
     )
     return _form_page(form, fields, lang, title=t["form_thanks_title"], message=message)
 

@@ -192,17 +192,16 @@ def _double(ctx: Context, form: Form, lists: list[MailingList]) -> bool:
     return forms.effective_double_opt_in(ctx, form) or any(m.double_opt_in for m in lists)
 
 
-async def rate_limit(db: Database, settings: Settings, form_id: str, ip: str) -> int:
-    """Seconds to wait before this IP may submit this form again (0: go ahead). Counted in
-    its own transaction, so refused and invalid submissions count too."""
-    async with db.transaction() as session:
-        decision = await ratelimits.hit(
-            session,
-            f"form:{form_id}:{ip}",
-            limit=max(1, settings.form_rate_per_minute),
-            window_seconds=60,
-        )
-    return decision.retry_after
+@dataclass
+class Handled:
+    """What a POST to a form came to: no form (`public` None), rate limited (`wait`), invalid
+    (`errors`), or accepted (`accepted`)."""
+
+    public: Public | None
+    language: str = "en"
+    wait: int = 0
+    errors: dict[str, str] | None = None
+    accepted: Accepted | None = None
 
 
 async def form_context(db_session: Any, settings: Settings, form_id: str) -> tuple[Form, Context]:
@@ -215,71 +214,114 @@ async def form_context(db_session: Any, settings: Settings, form_id: str) -> tup
     return form, Context(db_session, principal, settings)
 
 
-async def submit(
+async def handle(
     db: Database,
     settings: Settings,
     form_id: str,
     data: dict[str, Any],
     *,
     ip: str,
+    choose_language: Any,
+) -> Handled:
+    """A submission, in one transaction: the per-IP count (kept even when the answers are
+    refused, so that guessing costs attempts), the answers checked, then `submit`.
+    `choose_language(languages)` picks the page's language among the form's."""
+    if not form_id or len(form_id) > 36:
+        return Handled(None)
+    async with db.transaction() as session:
+        form = await session.scalar(select(Form).where(Form.id == form_id))
+        if form is None:
+            return Handled(None)
+        principal = await accounts.principal_for_workspace(session, form.workspace_id)
+        ctx = Context(session, principal, settings)
+        lists = await _lists(ctx, form.list_ids)
+        public = Public(
+            form,
+            forms.shown_fields(form, await custom_fields.registry(ctx)),
+            _double(ctx, form, lists),
+        )
+        language = choose_language(form.languages)
+        decision = await ratelimits.hit(
+            session,
+            f"form:{form.id}:{ip}",
+            limit=max(1, settings.form_rate_per_minute),
+            window_seconds=60,
+        )
+        if not decision.allowed:
+            return Handled(public, language, wait=decision.retry_after)
+        if data.get("hp") not in (None, "", False):
+            # A bot filled the hidden field: it is told what a person would be; nothing kept.
+            return Handled(public, language, accepted=Accepted(public.double_opt_in))
+        try:
+            email, answers = read_answers(public.fields, data, language)
+        except Invalid as invalid:
+            return Handled(public, language, errors=invalid.errors)
+        accepted = await submit(
+            ctx, form, lists, public.double_opt_in, email, answers, ip=ip, language=language
+        )
+        return Handled(public, language, accepted=accepted)
+
+
+async def submit(
+    ctx: Context,
+    form: Form,
+    lists: list[MailingList],
+    double: bool,
+    email: str,
+    answers: dict[str, Any],
+    *,
+    ip: str,
     language: str,
 ) -> Accepted:
-    async with db.transaction() as session:
-        form, ctx = await form_context(session, settings, form_id)
-        registry = await custom_fields.registry(ctx)
-        email, answers = read_answers(forms.shown_fields(form, registry), data, language)
-        lists = await _lists(ctx, form.list_ids)
-        double = forms.effective_double_opt_in(ctx, form) or any(m.double_opt_in for m in lists)
-        suppression = await suppressions.find(ctx, ctx.hash_email(email))
-        contact = await contacts.find_by_email(ctx, email)
-        if (suppression is not None and suppression.reason in BLOCKED) or (
-            contact is not None and contact.status in BLOCKED
-        ):
-            return Accepted(double)  # never mailed again, and nothing tells them apart
-        returning = suppression is not None or (
-            contact is not None and contact.status != "subscribed"
-        )
-        now = utcnow()
-        consent = {"consent_ip": ip, "consent_source": f"form:{form.id}"}
-        submission = FormSubmission(
-            workspace_id=ctx.workspace_id,
-            form_id=form.id,
-            email=email,
-            answers={**answers, "list_ids": [m.id for m in lists]},
-            language=language,
-            consent_ip=ip,
-            status="pending",
-            announced=False,
-            created_at=now,
-        )
-        if not double and not returning:
-            contact = await _apply(ctx, form, lists, contact, email, answers, language, consent)
-            submission.status, submission.confirmed_at = "confirmed", now
-            submission.contact_id, submission.email = contact.id, ""
-            ctx.session.add(submission)
-            await _announce(ctx, form, contact, double=False)
-            await automations.enrol(ctx, "form_submitted", [contact.id], form_id=form.id)
-            return Accepted(False)
-        if not returning:
-            if contact is None and lists:
-                # A new address is on the lists now, unconfirmed until the email is answered.
-                contact = await contacts.create_contact(
-                    ctx,
-                    {**answers, "email": email, "source": "form", "language": language},
-                    form_id=form.id,
-                    consent=consent,
-                )
-            if contact is not None:
-                if not await _join(ctx, form, contact, lists, confirmed=False):
-                    return Accepted(double)  # confirmed on every list already: nothing to ask
-                submission.contact_id, submission.announced = contact.id, True
-                await _announce(ctx, form, contact, double=True)
+    suppression = await suppressions.find(ctx, ctx.hash_email(email))
+    contact = await contacts.find_by_email(ctx, email)
+    if (suppression is not None and suppression.reason in BLOCKED) or (
+        contact is not None and contact.status in BLOCKED
+    ):
+        return Accepted(double)  # never mailed again, and nothing tells them apart
+    returning = suppression is not None or (contact is not None and contact.status != "subscribed")
+    now = utcnow()
+    consent = {"consent_ip": ip, "consent_source": f"form:{form.id}"}
+    submission = FormSubmission(
+        workspace_id=ctx.workspace_id,
+        form_id=form.id,
+        email=email,
+        answers={**answers, "list_ids": [m.id for m in lists]},
+        language=language,
+        consent_ip=ip,
+        status="pending",
+        announced=False,
+        created_at=now,
+    )
+    if not double and not returning:
+        contact = await _apply(ctx, form, lists, contact, email, answers, language, consent)
+        submission.status, submission.confirmed_at = "confirmed", now
+        submission.contact_id, submission.email = contact.id, ""
         ctx.session.add(submission)
-        await ctx.session.flush()
-        await _send_confirmation(ctx, form, submission, lists)
-        # An unsubscribed address confirms even on a single opt-in form, but the answer is
-        # the form's: it must not tell that this address was known.
-        return Accepted(double)
+        await _announce(ctx, form, contact, double=False)
+        await automations.enrol(ctx, "form_submitted", [contact.id], form_id=form.id)
+        return Accepted(False)
+    if not returning:
+        if contact is None and lists:
+            # A new address is on the lists now, unconfirmed until the email is answered.
+            contact = await contacts.create_contact(
+                ctx,
+                {**answers, "email": email, "source": "form", "language": language},
+                form_id=form.id,
+                consent=consent,
+                looked_up=True,
+            )
+        if contact is not None:
+            if not await _join(ctx, form, contact, lists, confirmed=False):
+                return Accepted(double)  # confirmed on every list already: nothing to ask
+            submission.contact_id, submission.announced = contact.id, True
+            await _announce(ctx, form, contact, double=True)
+    ctx.session.add(submission)
+    await ctx.session.flush()
+    await _send_confirmation(ctx, form, submission, lists)
+    # An unsubscribed address confirms even on a single opt-in form, but the answer is the
+    # form's: it must not tell that this address was known.
+    return Accepted(double)
 
 
 async def _lists(ctx: Context, list_ids: list[str]) -> list[MailingList]:
@@ -312,12 +354,13 @@ async def _apply(
     """The answers land on the contact (created, updated, or subscribed again), with consent
     confirmed now, and the memberships are confirmed."""
     consent = {**consent, "consent_confirmed_at": utcnow().isoformat().replace("+00:00", "Z")}
-    if contact is None:
+    if contact is None:  # the callers have looked: no contact, no suppression left
         contact = await contacts.create_contact(
             ctx,
             {**answers, "email": email, "source": "form", "language": language},
             form_id=form.id,
             consent=consent,
+            looked_up=True,
         )
     else:
         patch: dict[str, Any] = dict(answers) or {"custom_fields": {}}

@@ -29,25 +29,29 @@ _CACHE_KEY = "active_automations"
 
 
 async def active(ctx: Context, trigger: str, **match: str) -> list[Automation]:
-    """The workspace's active automations with this trigger (and tag, list or form), read
-    once per trigger per unit of work (a form submission asks for three triggers, an import
-    for each tag and list)."""
-    cache = ctx.cache.setdefault(_CACHE_KEY, {})
-    found = cache.get(trigger)
+    """The workspace's active automations with this trigger (and tag, list or form). All of
+    them are read once per unit of work (a form submission asks for three triggers, an
+    import for each tag and list; a workspace has a handful live)."""
+    found: list[Automation] | None = ctx.cache.get(_CACHE_KEY)
     if found is None:
-        found = cache[trigger] = list(
+        found = ctx.cache[_CACHE_KEY] = list(
             (
                 await ctx.session.scalars(
                     select(Automation).where(
                         Automation.workspace_id == ctx.workspace_id,
                         Automation.status == "active",
-                        Automation.trigger_type == trigger,
                     )
                 )
             ).all()
         )
     key = _MATCH.get(trigger)
-    return [a for a in found if a.steps and (key is None or a.trigger.get(key) == match.get(key))]
+    return [
+        a
+        for a in found
+        if a.trigger_type == trigger
+        and a.steps
+        and (key is None or a.trigger.get(key) == match.get(key))
+    ]
 
 
 def forget(ctx: Context) -> None:

@@ -25,11 +25,17 @@ MAX_NOTE = 500
 
 
 async def settings_of(ctx: Context, *, for_update: bool = False) -> SendingSettings:
-    """The workspace's row, made (unsaved until flushed) when it has none yet."""
+    """The workspace's row, made (unsaved until flushed) when it has none yet. Read once per
+    unit of work (an automation batch queues many emails) unless it is to be updated."""
+    cached: SendingSettings | None = ctx.cache.get("sending_settings")
+    if cached is not None and not for_update:
+        return cached
     query = select(SendingSettings).where(SendingSettings.workspace_id == ctx.workspace_id)
     if for_update and ctx.dialect == "postgresql":
         query = query.with_for_update()
     found: SendingSettings | None = await ctx.session.scalar(query)
+    if found is not None:
+        ctx.cache["sending_settings"] = found
     if found is None:
         found = SendingSettings(workspace_id=ctx.workspace_id, paused=False, updated_at=utcnow())
         if for_update:

@@ -109,23 +109,41 @@ async def work(db: Any, settings: Any, run_ids: list[str]) -> None:
             ).all()
         }
         contexts = Contexts(session, settings)
+        # The batch's contacts in one read (a run checks its contact before every move).
+        people = {
+            c.id: c
+            for c in (
+                await session.scalars(
+                    select(Contact).where(Contact.id.in_({r.contact_id for r in runs}))
+                )
+            ).all()
+        }
         for run in runs:
             ctx = await contexts(run.workspace_id)
             try:
                 async with session.begin_nested():
-                    await advance(ctx, automations[run.automation_id], run)
+                    await advance(ctx, automations[run.automation_id], run, people)
             except Exception:
                 log.exception("automation run %s failed on an unexpected error", run.id)
                 await _fail(ctx, automations[run.automation_id], run, None, "internal error")
 
 
-async def advance(ctx: Context, automation: Automation, run: AutomationRun) -> None:
+async def advance(
+    ctx: Context,
+    automation: Automation,
+    run: AutomationRun,
+    people: dict[str, Contact] | None = None,
+) -> None:
     now = utcnow()
-    contact = await ctx.session.scalar(
-        select(Contact).where(
-            Contact.id == run.contact_id, Contact.workspace_id == ctx.workspace_id
+    if people is not None:
+        found = people.get(run.contact_id)
+        contact = found if found is not None and found.workspace_id == ctx.workspace_id else None
+    else:
+        contact = await ctx.session.scalar(
+            select(Contact).where(
+                Contact.id == run.contact_id, Contact.workspace_id == ctx.workspace_id
+            )
         )
-    )
     if contact is None or contact.status != "subscribed":
         why = "contact deleted" if contact is None else f"contact {contact.status}"
         _end(run, "exited", run.step_id, why, now)
@@ -187,16 +205,14 @@ async def _perform(
     if kind == "send_email":
         return await _send_email(ctx, contact, step)
     if kind in ("add_tag", "remove_tag"):
-        tag = await ctx.session.scalar(
-            select(Tag.id).where(Tag.id == step["tag_id"], Tag.workspace_id == ctx.workspace_id)
-        )
+        tag = await _row(ctx, Tag, step["tag_id"])
         if tag is None:
             return _Outcome("tag not found", end="failed")
         try:
             if kind == "add_tag":
-                await tags.attach(ctx, contact.id, tag)
+                await tags.attach(ctx, contact.id, tag.id, loaded=(contact, tag))
             else:
-                await tags.detach(ctx, contact.id, tag)
+                await tags.detach(ctx, contact.id, tag.id)
         except ApiError as error:
             if error.status not in (404, 409):  # already tagged / not tagged: nothing to do
                 raise
@@ -243,23 +259,29 @@ async def _perform(
     return _Outcome("exit step", end="exited")  # exit
 
 
-async def _send_email(ctx: Context, contact: Contact, step: dict[str, Any]) -> _Outcome:
-    template = await ctx.session.scalar(
-        select(Template.id).where(
-            Template.id == step["template_id"], Template.workspace_id == ctx.workspace_id
+async def _row(ctx: Context, model: Any, row_id: str) -> Any:
+    """A tag or template of the workspace, read once per batch (None: it is gone)."""
+    memo = ctx.cache.setdefault(f"automation_{model.__tablename__}", {})
+    if row_id not in memo:
+        memo[row_id] = await ctx.session.scalar(
+            select(model).where(model.id == row_id, model.workspace_id == ctx.workspace_id)
         )
-    )
+    return memo[row_id]
+
+
+async def _send_email(ctx: Context, contact: Contact, step: dict[str, Any]) -> _Outcome:
+    template = await _row(ctx, Template, step["template_id"])
     if template is None:
         return _Outcome("template not found", end="failed")
     identity = await sending.settings_of(ctx)
     if identity.paused:
         return _Outcome("sending paused", hold=True)
-    body = {"contact_id": contact.id, "template_id": template}
+    body = {"contact_id": contact.id, "template_id": template.id}
     for name in ("from_email", "from_name"):
         if step.get(name):
             body[name] = step[name]
     try:
-        row = await transactional.queue(ctx, body, kind="automation")
+        row = await transactional.queue(ctx, body, kind="automation", loaded=(contact, template))
     except ApiError as error:
         if error.status == 429:
             return _Outcome("hourly sending limit reached", hold=True)

@@ -64,6 +64,24 @@ def _upsert(dialect: str) -> Any:
     return found
 
 
+def _guarded_upsert(dialect: str) -> Any:
+    key = f"{dialect}:guarded"
+    found = _UPSERTS.get(key)
+    if found is None:
+        make: Any = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = make(SendMeter).values(
+            account_id=bindparam("account_id"),
+            period=bindparam("period"),
+            count=bindparam("count"),
+        )
+        found = _UPSERTS[key] = statement.on_conflict_do_update(
+            index_elements=[SendMeter.account_id, SendMeter.period],
+            set_={"count": SendMeter.count + statement.excluded.count},
+            where=SendMeter.count + statement.excluded.count <= bindparam("cap"),
+        ).returning(SendMeter.count)
+    return found
+
+
 async def _add(session: AsyncSession, account_id: str, period: str, count: int) -> None:
     if not count:
         return
@@ -94,10 +112,20 @@ async def reserve(
     """Reserve `count` messages of this month's allowance, or refuse (403) reserving none.
     One reservation at a time per account, so two campaigns cannot both take the rest."""
     await serialise(session, f"send-allowance:{account_id}")
-    used = await used_this_month(session, account_id, now)
-    if used + count > plan.emails_per_month:
+    if count > plan.emails_per_month:
         raise monthly_limit_reached(plan)
-    await _add(session, account_id, month_period(now), count)
+    # One statement: add to the meter only while it stays within the allowance.
+    taken = await session.scalar(
+        _guarded_upsert(session.get_bind().dialect.name),
+        {
+            "account_id": account_id,
+            "period": month_period(now),
+            "count": count,
+            "cap": plan.emails_per_month,
+        },
+    )
+    if taken is None:
+        raise monthly_limit_reached(plan)
 
 
 async def give_back(session: AsyncSession, returned: Counter[tuple[str, str]]) -> None:

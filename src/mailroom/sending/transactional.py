@@ -13,7 +13,7 @@ from mailroom.core.context import Context
 from mailroom.core.emails import normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.ids import new_id
-from mailroom.models import PRIORITY_AUTOMATION, PRIORITY_TRANSACTIONAL, Contact, SendLog
+from mailroom.models import PRIORITY_AUTOMATION, PRIORITY_TRANSACTIONAL, Contact, SendLog, Template
 from mailroom.sending import limits
 from mailroom.sending import service as sending
 from mailroom.sending.service import clean_address, clean_from_name
@@ -43,7 +43,9 @@ async def _recipient(ctx: Context, body: dict[str, Any]) -> Contact:
     return found
 
 
-async def _content(ctx: Context, body: dict[str, Any]) -> dict[str, str]:
+async def _content(
+    ctx: Context, body: dict[str, Any], template: Template | None = None
+) -> dict[str, str]:
     parts: dict[str, str] = {
         name: templates.check_part(name, body[name])
         for name in ("subject", "preheader", "html_content", "text_content")
@@ -55,7 +57,8 @@ async def _content(ctx: Context, body: dict[str, Any]) -> dict[str, str]:
     if template_id not in (None, ""):
         if not isinstance(template_id, str):
             raise ApiError(400, "template_id must be a string")
-        template = await templates.get_template(ctx, template_id)
+        if template is None or template.id != template_id:
+            template = await templates.get_template(ctx, template_id)
         for name in ("subject", "preheader", "html_content", "text_content"):
             if not parts.get(name):
                 parts[name] = getattr(template, name)
@@ -77,10 +80,17 @@ def _variables(value: Any) -> dict[str, Any]:
     return value
 
 
-async def queue(ctx: Context, body: dict[str, Any], *, kind: str = "transactional") -> SendLog:
+async def queue(
+    ctx: Context,
+    body: dict[str, Any],
+    *,
+    kind: str = "transactional",
+    loaded: tuple[Contact, Template] | None = None,
+) -> SendLog:
     """Check and queue one message (`kind` "automation" for an automation's send_email step:
-    the same checks, allowance and ceiling, behind transactional mail in the queue)."""
-    parts = await _content(ctx, body)
+    the same checks, allowance and ceiling, behind transactional mail in the queue; `loaded`:
+    its contact and template, already read in this unit of work)."""
+    parts = await _content(ctx, body, loaded[1] if loaded else None)
     variables = _variables(body.get("variables"))
     identity = await sending.settings_of(ctx)
     from_email = clean_address("from_email", body.get("from_email")) or identity.from_email
@@ -88,7 +98,7 @@ async def queue(ctx: Context, body: dict[str, Any], *, kind: str = "transactiona
         clean_from_name(body["from_name"]) if "from_name" in body else identity.from_name or ""
     )
     reply_to = clean_address("reply_to", body.get("reply_to")) or identity.reply_to or ""
-    contact = await _recipient(ctx, body)
+    contact = loaded[0] if loaded else await _recipient(ctx, body)
     if contact.status != "subscribed":
         raise ApiError(
             422, f"The contact is {contact.status}: only a subscribed contact can be mailed"

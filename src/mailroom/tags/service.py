@@ -16,7 +16,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.db import insert_ignoring_conflicts
 from mailroom.events import service as events
-from mailroom.models import ContactTag, Tag
+from mailroom.models import Contact, ContactTag, Tag
 from mailroom.named import Named
 
 MAX_NAME = 60
@@ -98,13 +98,20 @@ def as_dict(tag: Tag, contact_count: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- tags on one contact
 
 
-async def attach(ctx: Context, contact_id: str, tag_id: Any) -> ContactTag:
+async def attach(
+    ctx: Context, contact_id: str, tag_id: Any, *, loaded: tuple[Contact, Tag] | None = None
+) -> ContactTag:
+    """`loaded`: the contact and tag, already read in this unit of work (an automation
+    batch)."""
     if tag_id is None or tag_id == "":
         raise ApiError(400, "tag_id is required")
     if not isinstance(tag_id, str):
         raise ApiError(400, "tag_id must be a string")
-    contact = await contacts.get_contact(ctx, contact_id)
-    tag = await get_tag(ctx, tag_id)
+    if loaded is not None:
+        contact, tag = loaded
+    else:
+        contact = await contacts.get_contact(ctx, contact_id)
+        tag = await get_tag(ctx, tag_id)
     now = utcnow()
     inserted = await ctx.session.scalar(
         insert_ignoring_conflicts(ctx.session, ContactTag)

@@ -22,7 +22,9 @@ from mailroom.app import create_app
 from mailroom.migrations import upgrade
 from mailroom.settings import Settings
 
-DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+# A database of the benchmarks' own (made when missing): they rebuild its `public` schema, so
+# never the test suite's.
+DEFAULT_PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/mailroom_bench"
 
 
 @dataclass
@@ -59,6 +61,7 @@ class BenchContext:
             url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
         else:
             url = self.pg_url
+            await _ensure_database(url)
             engine = create_async_engine(url)
             async with engine.begin() as conn:
                 await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
@@ -111,6 +114,19 @@ def report(name: str, backend: str, **figures: Any) -> None:
 
 
 def pg_url() -> str:
-    return os.environ.get("MAILROOM_BENCH_DATABASE_URL") or os.environ.get(
-        "MAILROOM_TEST_DATABASE_URL", DEFAULT_PG
-    )
+    return os.environ.get("MAILROOM_BENCH_DATABASE_URL") or DEFAULT_PG
+
+
+async def _ensure_database(url: str) -> None:
+    """Create the benchmark database when the server does not have it yet."""
+    base, _, name = url.rpartition("/")
+    engine = create_async_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            )
+            if not found:
+                await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        await engine.dispose()

@@ -235,6 +235,10 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     config = SchemathesisConfig.from_dict(
         {
             "seed": SEED,
+            # Generation's own health (how many drafts a strategy throws away, how long it
+            # takes on a loaded CI machine) says nothing about the contract: it once failed a
+            # full run that passes alone and under load with the same seed.
+            "suppress-health-check": ["filter_too_much", "too_slow"],
             "headers": {"x-api-key": key},
             "generation": {"max-examples": MAX_EXAMPLES},
             "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS}},
@@ -271,7 +275,8 @@ def test_every_operation_keeps_its_published_contract(api_schema: Any) -> None:
     errors: list[str] = []
     for event in schemathesis.engine.from_schema(api_schema).execute():
         if isinstance(event, events.NonFatalError | events.FatalError):
-            errors.append(f"{type(event).__name__}: {getattr(event, 'value', event)}")
+            where = f"{getattr(event, 'label', '?')} ({getattr(event, 'phase', '?')})"
+            errors.append(f"{type(event).__name__} in {where}: {getattr(event, 'value', event)}")
         if not isinstance(event, events.ScenarioFinished):
             continue
         recorder = event.recorder

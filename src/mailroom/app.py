@@ -18,6 +18,7 @@ from mailroom.automations.api import router as automations_router
 from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
+from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
 from mailroom.forms.api import router as forms_router
@@ -76,6 +77,7 @@ ROUTERS = [
     media_public_router,
     pages_router,
     form_pages_router,
+    dashboard_router,
 ]
 
 

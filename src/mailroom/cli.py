@@ -21,6 +21,7 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.db import Database
 from mailroom.migrations import upgrade
+from mailroom.people import service as people_service
 from mailroom.sending import service as sending_service
 from mailroom.settings import Settings, get_settings
 
@@ -252,6 +253,37 @@ def create_key(
         result,
         as_json,
         f"Key id  {result['key_id']}\nAPI key {result['api_key']}   (shown once; keep it safe)",
+    )
+
+
+@admin_app.command("create-user")
+def create_user(
+    account: Annotated[str, typer.Option(help="Account id the person belongs to.")],
+    email: Annotated[str, typer.Option(help="Their email address (their sign-in name).")],
+    workspace: Annotated[
+        str | None, typer.Option(help="A workspace of the account to give them a role in.")
+    ] = None,
+    role: Annotated[str, typer.Option(help="Their role there: admin or member.")] = "admin",
+    as_json: JsonFlag = False,
+) -> None:
+    """Add a person who signs in to the dashboard (the first admin of an installation), and
+    print a one-time sign-in link (valid 3 days) where they choose their password."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        settings = get_settings()
+        async with db.transaction() as session:
+            person = await people_service.create_person(
+                session, account, email, workspace_id=workspace, role=role
+            )
+            link = people_service.sign_in_link(settings, person)
+        return {"person_id": person.id, "email": person.email, "sign_in_link": link}
+
+    result = _run(lambda: _with_db(work))
+    _emit(
+        result,
+        as_json,
+        f"Person {result['person_id']} ({result['email']})\n"
+        f"Sign-in link (works once, for 3 days):\n{result['sign_in_link']}",
     )
 
 

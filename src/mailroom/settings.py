@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     health_pause_complaint_rate: float = 0.003
     # Public signup-form submissions per client IP and form in a rolling minute (429 past it).
     form_rate_per_minute: int = 10
+    # Dashboard sessions end after this long without a request.
+    session_idle_minutes: int = 720
+    # Who sends the system's own emails (invitations, password resets).
+    system_from: str = ""
     # Largest accepted JSON body; multipart uploads have their own limits.
     max_json_body_bytes: int = 2 * 1024 * 1024  # 413 past this (web.bodylimit)
 

@@ -2,7 +2,14 @@
 package imports another domain package to reach a table. Importing this package registers
 every model on `Base.metadata` (Alembic's autogenerate and the tests rely on that)."""
 
-from mailroom.models.accounts import Account, ApiKey, Person, Workspace, WorkspaceMember
+from mailroom.models.accounts import (
+    Account,
+    ApiKey,
+    DashboardSession,
+    Person,
+    Workspace,
+    WorkspaceMember,
+)
 from mailroom.models.audit import AuditEntry
 from mailroom.models.automations import (
     AUTOMATION_STATUSES,
@@ -71,6 +78,7 @@ __all__ = [
     "ContactCounts",
     "ContactTag",
     "CustomFieldDefinition",
+    "DashboardSession",
     "DeliveryReport",
     "Event",
     "Form",

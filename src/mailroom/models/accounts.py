@@ -34,15 +34,39 @@ class Workspace(Base):
 
 
 class Person(Base):
-    """Someone who signs in to the dashboard (coming later); keys are not people."""
+    """Someone who signs in to the dashboard; keys are not people. A person belongs to one
+    account and has a role in some of its workspaces (`WorkspaceMember`)."""
 
     __tablename__ = "people"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str | None] = mapped_column(
+        ForeignKey("accounts.id", ondelete="CASCADE"), index=True, default=None
+    )
     email: Mapped[str] = mapped_column(String(254), unique=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    # Changes whenever a sign-in link is used or the password changes: a link made before
+    # names an older value and no longer works (one-time links).
+    link_nonce: Mapped[str] = mapped_column(String(32), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DashboardSession(Base):
+    """A signed-in browser. The cookie holds a random token; only its SHA-256 is kept here.
+    Idle sessions end (`last_seen_at`); signing out everywhere deletes a person's rows."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the token
+    person_id: Mapped[str] = mapped_column(ForeignKey("people.id", ondelete="CASCADE"), index=True)
+    workspace_id: Mapped[str | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="SET NULL"), default=None
+    )
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    flash: Mapped[list[dict[str, str]]] = mapped_column(JSONValue, default=list)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class WorkspaceMember(Base):

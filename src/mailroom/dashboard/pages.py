@@ -1,0 +1,503 @@
+"""The dashboard's frame, sign-in and the API keys page.
+
+Every page runs in one transaction with the signed-in person as the principal (a role per
+workspace: admins hold every permission, members all but the admin's), so the services, their
+rules and the audit log are the API's. Forms post back with the session's CSRF token (403
+without it); pages work without JavaScript.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, RedirectResponse, Response
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailroom.accounts import service as accounts
+from mailroom.audit import service as audit
+from mailroom.core.auth import PERMISSIONS, Principal
+from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
+from mailroom.dashboard import render
+from mailroom.models import ApiKey, DashboardSession, Person
+from mailroom.people import service as people
+from mailroom.people import sessions
+from mailroom.people.service import Membership
+from mailroom.ratelimits import service as ratelimits
+from mailroom.settings import Settings
+from mailroom.web.deps import get_db, get_settings_dep
+
+router = APIRouter(include_in_schema=False)
+
+PRE_CSRF = "mailroom_csrf"  # the sign-in form's token, before there is a session
+SIGN_IN_WINDOW = 900
+SIGN_IN_PER_ADDRESS = 10
+SIGN_IN_PER_IP = 50
+PRESETS = (
+    ("full", "Full access"),
+    ("read", "Read-only"),
+    ("sending", "Sending only"),
+    ("chosen", "Chosen below"),
+)
+SENDING = ("transactional:send", "campaigns:send", "campaigns:read", "templates:read")
+
+
+@dataclass
+class Visitor:
+    person: Person
+    row: DashboardSession
+    memberships: list[Membership]
+    principal: Principal
+
+    @property
+    def csrf(self) -> str:
+        return self.row.csrf_token
+
+    @property
+    def email(self) -> str:
+        return self.person.email
+
+    @property
+    def workspace_id(self) -> str:
+        return self.principal.workspace_id
+
+    @property
+    def role(self) -> str:
+        return self.principal.role or "member"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def workspace_name(self) -> str:
+        return next(m.name for m in self.memberships if m.workspace_id == self.workspace_id)
+
+
+def _secure(settings: Settings) -> bool:
+    return settings.public_url.startswith("https://")
+
+
+def _set_session_cookie(response: Response, settings: Settings, token: str) -> None:
+    response.set_cookie(
+        sessions.COOKIE,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=_secure(settings),
+        path="/",
+    )
+
+
+def _local(target: str | None) -> str:
+    """Only paths of this site are followed after signing in (no open redirect)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/app"
+
+
+async def _visitor(session: AsyncSession, request: Request, settings: Settings) -> Visitor | None:
+    idle = timedelta(minutes=max(1, settings.session_idle_minutes))
+    loaded = await sessions.load(session, request.cookies.get(sessions.COOKIE), idle)
+    if loaded is None:
+        return None
+    row, person = loaded
+    memberships = await people.workspaces_of(session, person)
+    if not memberships:
+        return None
+    current = row.workspace_id
+    if current not in {m.workspace_id for m in memberships}:
+        current = row.workspace_id = memberships[0].workspace_id
+    principal = await people.principal_for(session, person, current)
+    return Visitor(person, row, memberships, principal)
+
+
+Work = Callable[[Visitor, Context, dict[str, Any]], Awaitable[Response]]
+
+
+async def _as_visitor(request: Request, work: Work, *, admin: bool = False) -> Response:
+    """Run a page for the signed-in person: sign-in first when there is no session, 403 for a
+    form without the session's CSRF token or a member on an admin's page."""
+    db, settings = get_db(request), get_settings_dep(request)
+    form: dict[str, Any] = {}
+    if request.method == "POST":
+        raw = await request.form()
+        form = {key: raw.getlist(key) if key == "permission" else raw.get(key) for key in raw}
+    async with db.transaction() as session:
+        visitor = await _visitor(session, request, settings)
+        if visitor is None:
+            target = quote(request.url.path) if request.method == "GET" else "/app"
+            return RedirectResponse(f"/app/sign-in?next={target}", status_code=303)
+        if request.method == "POST" and not secrets.compare_digest(
+            str(form.get("csrf") or ""), visitor.csrf
+        ):
+            return render.message(
+                "This form has expired",
+                "Reload the page and try again.",
+                403,
+                visitor=visitor,
+                back=request.url.path,
+            )
+        if admin and not visitor.is_admin:
+            return render.message(
+                "Admins only",
+                "Only workspace admins can open this page. Ask one of them if you need it.",
+                403,
+                visitor=visitor,
+                back="/app",
+                back_label="Back to the overview",
+            )
+        try:
+            return await work(visitor, Context(session, visitor.principal, settings), form)
+        except ApiError as problem:
+            return render.message(
+                "That did not work", problem.message, problem.status, visitor=visitor, back="/app"
+            )
+
+
+def _audit(ctx: Context, request: Request, operation: str, target: str | None, status: int) -> None:
+    ctx.session.add(
+        audit.new_entry(
+            ctx.principal,
+            operation=operation,
+            method=request.method,
+            path=request.url.path,
+            target_id=target,
+            status=status,
+        )
+    )
+
+
+# ---------------------------------------------------------------- static files
+
+
+@router.get("/static/{name}")
+async def static_file(name: str) -> Response:
+    path = render.static_file(name)
+    if path is None:
+        return Response(status_code=404)
+    kind = "text/css" if path.suffix == ".css" else "text/javascript"
+    return FileResponse(
+        path,
+        media_type=kind,
+        headers={"Cache-Control": "public, max-age=31536000, immutable"},
+    )
+
+
+# ---------------------------------------------------------------- signing in and out
+
+
+@router.get("/app/sign-in")
+async def sign_in_page(request: Request) -> Response:
+    token = request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
+    notice = "You are signed out." if request.query_params.get("signed_out") else None
+    response = render.page(
+        "sign_in.html",
+        title="Sign in",
+        main_class="narrow",
+        csrf=token,
+        email="",
+        error=None,
+        flashes=[{"kind": "ok", "text": notice}] if notice else [],
+    )
+    settings = get_settings_dep(request)
+    response.set_cookie(
+        PRE_CSRF, token, httponly=True, samesite="lax", secure=_secure(settings), path="/app"
+    )
+    return response
+
+
+@router.post("/app/sign-in")
+async def sign_in(request: Request) -> Response:
+    db, settings = get_db(request), get_settings_dep(request)
+    raw = await request.form()
+    email = str(raw.get("email") or "").strip()
+    password = str(raw.get("password") or "")
+    expected = request.cookies.get(PRE_CSRF) or ""
+    if not expected or not secrets.compare_digest(str(raw.get("csrf") or ""), expected):
+        return render.message(
+            "This form has expired",
+            "Reload the sign-in page and try again.",
+            403,
+            main_class="narrow",
+            back="/app/sign-in",
+        )
+    ip = request.client.host if request.client else "unknown"
+    async with db.transaction() as session:
+        for key, limit in (
+            (f"sign-in:address:{email.casefold()}", SIGN_IN_PER_ADDRESS),
+            (f"sign-in:ip:{ip}", SIGN_IN_PER_IP),
+        ):
+            decision = await ratelimits.hit(
+                session, key, limit=limit, window_seconds=SIGN_IN_WINDOW
+            )
+            if not decision.allowed:
+                minutes = max(1, round(decision.retry_after / 60))
+                return render.message(
+                    "Too many attempts",
+                    f"Wait {minutes} minute{'s' if minutes != 1 else ''} and try again.",
+                    429,
+                    main_class="narrow",
+                    headers={"Retry-After": str(decision.retry_after)},
+                    back="/app/sign-in",
+                )
+        person = await people.authenticate(session, email, password)
+        memberships = await people.workspaces_of(session, person) if person else []
+        if person is None or not memberships:
+            return render.page(
+                "sign_in.html",
+                status=400,
+                title="Sign in",
+                main_class="narrow",
+                csrf=expected,
+                email=email,
+                error="That email and password do not match an account.",
+            )
+        token, _row = await sessions.start(session, person, memberships[0].workspace_id)
+    response = RedirectResponse(_local(request.query_params.get("next")), status_code=303)
+    _set_session_cookie(response, settings, token)
+    response.delete_cookie(PRE_CSRF, path="/app")
+    return response
+
+
+_LINK_GONE = (
+    "This link is not valid or no longer works",
+    "Sign-in links work once, for 3 days. Ask a workspace admin for a new one.",
+)
+
+
+@router.get("/app/link/{token}")
+async def sign_in_link_page(token: str, request: Request) -> Response:
+    db, settings = get_db(request), get_settings_dep(request)
+    async with db.session(write=False) as session:
+        person = await people.read_link(session, settings, token)
+    if person is None:
+        return render.message(*_LINK_GONE, 404, main_class="narrow", back="/app/sign-in")
+    return render.page(
+        "set_password.html",
+        title="Choose your password",
+        main_class="narrow",
+        email=person.email,
+        action=f"/app/link/{token}",
+        error=None,
+    )
+
+
+@router.post("/app/link/{token}")
+async def use_sign_in_link(token: str, request: Request) -> Response:
+    """The link is the secret (no CSRF token needed): set the password and sign in."""
+    db, settings = get_db(request), get_settings_dep(request)
+    password = str((await request.form()).get("password") or "")
+    async with db.transaction() as session:
+        person = await people.read_link(session, settings, token)
+        if person is None:
+            return render.message(*_LINK_GONE, 404, main_class="narrow", back="/app/sign-in")
+        try:
+            people.set_password(person, password)
+        except ApiError as problem:
+            return render.page(
+                "set_password.html",
+                status=400,
+                title="Choose your password",
+                main_class="narrow",
+                email=person.email,
+                action=f"/app/link/{token}",
+                error=problem.message,
+            )
+        memberships = await people.workspaces_of(session, person)
+        if not memberships:
+            return render.message(
+                "No workspace yet",
+                "Your password is saved, but you are not in any workspace yet. Ask an admin.",
+                200,
+                main_class="narrow",
+            )
+        cookie, row = await sessions.start(session, person, memberships[0].workspace_id)
+        sessions.flash(row, "ok", "Your password is saved. Welcome to Mailroom.")
+    response = RedirectResponse("/app", status_code=303)
+    _set_session_cookie(response, settings, cookie)
+    return response
+
+
+def _signed_out(request: Request) -> Response:
+    response = RedirectResponse("/app/sign-in?signed_out=1", status_code=303)
+    response.delete_cookie(sessions.COOKIE, path="/")
+    return response
+
+
+@router.post("/app/sign-out")
+async def sign_out(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        await sessions.end(ctx.session, request.cookies.get(sessions.COOKIE))
+        return _signed_out(request)
+
+    return await _as_visitor(request, work)
+
+
+@router.post("/app/sign-out-everywhere")
+async def sign_out_everywhere(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        await sessions.end_everywhere(ctx.session, visitor.person.id)
+        return _signed_out(request)
+
+    return await _as_visitor(request, work)
+
+
+# ---------------------------------------------------------------- the frame
+
+
+@router.get("/app")
+async def overview(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        return render.page(
+            "overview.html",
+            title="Overview",
+            section="overview",
+            visitor=visitor,
+            workspace_name=visitor.workspace_name,
+            flashes=sessions.take_flash(visitor.row),
+        )
+
+    return await _as_visitor(request, work)
+
+
+@router.post("/app/workspace")
+async def switch_workspace(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        wanted = str(form.get("workspace_id") or "")
+        chosen = next((m for m in visitor.memberships if m.workspace_id == wanted), None)
+        if chosen is None:  # not one of theirs: nothing to say about it
+            return render.message(
+                "Workspace not found", "You have no workspace with that id.", 404, visitor=visitor
+            )
+        visitor.row.workspace_id = chosen.workspace_id
+        sessions.flash(visitor.row, "ok", f"You are now in {chosen.name}.")
+        return RedirectResponse("/app", status_code=303)
+
+    return await _as_visitor(request, work)
+
+
+# ---------------------------------------------------------------- API keys
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else ""
+
+
+async def _keys_page(
+    visitor: Visitor, ctx: Context, *, created: dict[str, str] | None = None, status: int = 200
+) -> Response:
+    rows = await ctx.session.scalars(
+        select(ApiKey)
+        .where(ApiKey.workspace_id == ctx.workspace_id)
+        .order_by(ApiKey.revoked_at.is_not(None), ApiKey.created_at.desc())
+    )
+    keys = [
+        {
+            "id": k.id,
+            "name": k.name,
+            "lookup": k.lookup,
+            "permissions": list(k.permissions or []),
+            "all": set(k.permissions or []) >= set(PERMISSIONS),
+            "created": _when(k.created_at),
+            "last_used": _when(k.last_used_at),
+            "revoked": _when(k.revoked_at),
+        }
+        for k in rows.all()
+    ]
+    return render.page(
+        "api_keys.html",
+        status=status,
+        title="API keys",
+        section="api-keys",
+        visitor=visitor,
+        keys=keys,
+        created=created,
+        presets=PRESETS,
+        permissions=PERMISSIONS,
+        flashes=sessions.take_flash(visitor.row),
+    )
+
+
+def _chosen_permissions(form: dict[str, Any]) -> list[str]:
+    preset = form.get("preset") or "full"
+    if preset == "full":
+        return list(PERMISSIONS)
+    if preset == "read":
+        return [p for p in PERMISSIONS if p.endswith(":read")]
+    if preset == "sending":
+        return list(SENDING)
+    chosen = [p for p in form.get("permission") or [] if p in PERMISSIONS]
+    if not chosen:
+        raise ApiError(400, "Choose at least one permission, or one of the presets.")
+    return chosen
+
+
+@router.get("/settings/api-keys")
+async def api_keys_page(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        return await _keys_page(visitor, ctx)
+
+    return await _as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/api-keys")
+async def create_api_key_page(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        try:
+            permissions = _chosen_permissions(form)
+        except ApiError as problem:
+            sessions.flash(visitor.row, "error", problem.message)
+            return await _keys_page(visitor, ctx, status=400)
+        name = " ".join(str(form.get("name") or "").split())[:100]
+        created = await accounts.create_key(
+            ctx.session,
+            ctx.workspace_id,
+            permissions=permissions,
+            name=name,
+            person_id=visitor.person.id,
+        )
+        _audit(ctx, request, "create_api_key", created.key.id, 201)
+        shown = {"name": name, "secret": created.secret}
+        return await _keys_page(visitor, ctx, created=shown, status=201)
+
+    return await _as_visitor(request, work, admin=True)
+
+
+async def _workspace_key(ctx: Context, key_id: str) -> ApiKey:
+    key = await ctx.session.scalar(
+        select(ApiKey).where(ApiKey.id == key_id, ApiKey.workspace_id == ctx.workspace_id)
+    )
+    if key is None:
+        raise ApiError(404, "API key not found")
+    return key
+
+
+@router.get("/settings/api-keys/{key_id}/revoke")
+async def revoke_api_key_page(key_id: str, request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        key = await _workspace_key(ctx, key_id)
+        return render.page(
+            "revoke_key.html", title="Revoke a key", section="api-keys", visitor=visitor, key=key
+        )
+
+    return await _as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/api-keys/{key_id}/revoke")
+async def revoke_api_key(key_id: str, request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        key = await _workspace_key(ctx, key_id)
+        await accounts.revoke_key(ctx.session, key.id)
+        _audit(ctx, request, "revoke_api_key", key.id, 200)
+        sessions.flash(visitor.row, "ok", f"Key “{key.name or 'Unnamed'}” is revoked.")
+        return RedirectResponse("/settings/api-keys", status_code=303)
+
+    return await _as_visitor(request, work, admin=True)

@@ -1,0 +1,169 @@
+"""People: made by the operator (`mailroom admin create-user`) or invited by an admin, signing
+in with a password set from a one-time link, with a role per workspace of their account.
+
+A sign-in link names the person and their current `link_nonce`; using it (or changing the
+password) draws a new nonce, so each link works once. Messages never say whether an address
+has an account.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailroom.core import tokens
+from mailroom.core.auth import PERMISSIONS, Principal
+from mailroom.core.emails import is_valid_email, normalize_email
+from mailroom.core.errors import ApiError
+from mailroom.core.plans import get_plan
+from mailroom.models import Account, Person, Workspace, WorkspaceMember
+from mailroom.people import passwords
+from mailroom.settings import Settings
+
+ROLES = ("admin", "member")
+LINK = "sign-in"  # token purpose
+LINK_VALID_SECONDS = 72 * 3600
+# What only a workspace admin reaches (the API's admin checks guard the same operations).
+ADMIN_ONLY = frozenset({"webhooks:read", "webhooks:write", "audit:read"})
+
+
+def clean_email(value: str) -> str:
+    email = normalize_email(value or "")
+    if not is_valid_email(email) or len(email) > 254:
+        raise ApiError(400, "email must be a valid email address")
+    return email
+
+
+def clean_role(value: str) -> str:
+    if value not in ROLES:
+        raise ApiError(400, "role must be admin or member")
+    return value
+
+
+async def create_person(
+    session: AsyncSession,
+    account_id: str,
+    email: str,
+    *,
+    workspace_id: str | None = None,
+    role: str = "member",
+    name: str = "",
+) -> Person:
+    """A person of the account, with `role` in `workspace_id` when given. 409 when the
+    address already has an account (one person, one account)."""
+    address = clean_email(email)
+    if await session.get(Account, account_id) is None:
+        raise ApiError(404, "Account not found")
+    if await session.scalar(select(Person.id).where(Person.email == address)):
+        raise ApiError(409, "A person with this email already exists")
+    person = Person(
+        account_id=account_id, email=address, name=name[:200], link_nonce=secrets.token_hex(8)
+    )
+    session.add(person)
+    await session.flush()
+    if workspace_id is not None:
+        await set_role(session, person, workspace_id, clean_role(role))
+    return person
+
+
+async def set_role(session: AsyncSession, person: Person, workspace_id: str, role: str) -> None:
+    workspace = await session.get(Workspace, workspace_id)
+    if workspace is None or workspace.account_id != person.account_id:
+        raise ApiError(404, "Workspace not found")
+    member = await session.get(WorkspaceMember, (workspace_id, person.id))
+    if member is None:
+        session.add(WorkspaceMember(workspace_id=workspace_id, person_id=person.id, role=role))
+    else:
+        member.role = role
+    await session.flush()
+
+
+def sign_in_link(settings: Settings, person: Person) -> str:
+    token = tokens.sign(
+        settings.resolved_secret_key, LINK, person.id, person.link_nonce, str(int(time.time()))
+    )
+    return f"{settings.public_url.rstrip('/')}/app/link/{token}"
+
+
+async def read_link(session: AsyncSession, settings: Settings, token: str) -> Person | None:
+    """The person a sign-in link names while it is unused and fresh."""
+    parts = tokens.read(settings.resolved_secret_key, LINK, token)
+    if parts is None or len(parts) != 3 or not parts[2].isdigit():
+        return None
+    if time.time() - int(parts[2]) > LINK_VALID_SECONDS:
+        return None
+    person = await session.get(Person, parts[0])
+    if person is None or not secrets.compare_digest(person.link_nonce, parts[1]):
+        return None
+    return person
+
+
+def set_password(person: Person, password: str) -> None:
+    """400 with the reason when the password is refused. Earlier links stop working."""
+    refused = passwords.problem(password, person.email)
+    if refused:
+        raise ApiError(400, refused)
+    person.password_hash = passwords.hash_password(password)
+    person.link_nonce = secrets.token_hex(8)
+
+
+async def authenticate(session: AsyncSession, email: str, password: str) -> Person | None:
+    """The person when the address and password match; the same time spent either way."""
+    address = normalize_email(email or "")
+    person = await session.scalar(select(Person).where(Person.email == address))
+    if not passwords.verify(person.password_hash if person else None, password):
+        return None
+    assert person is not None
+    if person.password_hash and passwords.needs_rehash(person.password_hash):
+        person.password_hash = passwords.hash_password(password)
+    return person
+
+
+@dataclass(frozen=True)
+class Membership:
+    workspace_id: str
+    name: str
+    role: str
+
+
+async def workspaces_of(session: AsyncSession, person: Person) -> list[Membership]:
+    rows = await session.execute(
+        select(Workspace.id, Workspace.name, WorkspaceMember.role)
+        .join(WorkspaceMember, WorkspaceMember.workspace_id == Workspace.id)
+        .where(WorkspaceMember.person_id == person.id, Workspace.account_id == person.account_id)
+        .order_by(Workspace.created_at, Workspace.id)
+    )
+    return [Membership(w, n or "Workspace", r) for w, n, r in rows.all()]
+
+
+async def principal_for(session: AsyncSession, person: Person, workspace_id: str) -> Principal:
+    """The person acting in one of their workspaces (404 for any other): an admin holds every
+    permission, a member all but the admin's."""
+    row = (
+        await session.execute(
+            select(WorkspaceMember.role, Account.id, Account.plan)
+            .join(Workspace, Workspace.id == WorkspaceMember.workspace_id)
+            .join(Account, Account.id == Workspace.account_id)
+            .where(
+                WorkspaceMember.person_id == person.id,
+                WorkspaceMember.workspace_id == workspace_id,
+                Account.id == person.account_id,
+            )
+        )
+    ).first()
+    if row is None:
+        raise ApiError(404, "Workspace not found")
+    role, account_id, plan = row
+    granted = set(PERMISSIONS) if role == "admin" else set(PERMISSIONS) - ADMIN_ONLY
+    return Principal(
+        workspace_id=workspace_id,
+        account_id=account_id,
+        plan=get_plan(plan),
+        permissions=frozenset(granted),
+        person_id=person.id,
+        role=role,
+    )

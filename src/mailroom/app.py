@@ -19,6 +19,7 @@ from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.pages import router as dashboard_router
+from mailroom.dashboard.people_pages import router as dashboard_people_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
 from mailroom.forms.api import router as forms_router
@@ -78,6 +79,7 @@ ROUTERS = [
     pages_router,
     form_pages_router,
     dashboard_router,
+    dashboard_people_router,
 ]
 
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -284,6 +285,32 @@ def create_user(
         as_json,
         f"Person {result['person_id']} ({result['email']})\n"
         f"Sign-in link (works once, for 3 days):\n{result['sign_in_link']}",
+    )
+
+
+@admin_app.command("sign-in-link")
+def sign_in_link(
+    email: Annotated[str, typer.Option(help="The person's email address.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Print a new one-time sign-in link for a person (a forgotten password when the
+    installation has no MAILROOM_SYSTEM_FROM to email one). Earlier links stop working."""
+
+    async def work(db: Database) -> dict[str, Any]:
+        settings = get_settings()
+        async with db.transaction() as session:
+            person = await people_service.by_email(session, email)
+            if person is None:
+                raise ApiError(404, "Person not found")
+            person.link_nonce = secrets.token_hex(8)
+            link = people_service.sign_in_link(settings, person)
+        return {"person_id": person.id, "email": person.email, "sign_in_link": link}
+
+    result = _run(lambda: _with_db(work))
+    _emit(
+        result,
+        as_json,
+        f"Sign-in link for {result['email']} (works once, for 3 days):\n{result['sign_in_link']}",
     )
 
 

@@ -9,29 +9,29 @@ without it); pages work without JavaScript.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.accounts import service as accounts
-from mailroom.audit import service as audit
-from mailroom.core.auth import PERMISSIONS, Principal
+from mailroom.core.auth import PERMISSIONS
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.dashboard import render
-from mailroom.models import ApiKey, DashboardSession, Person
+from mailroom.dashboard.frame import (
+    Visitor,
+    as_visitor,
+    audit_write,
+    local_path,
+    secure_cookies,
+    set_session_cookie,
+)
+from mailroom.models import ApiKey
 from mailroom.people import service as people
 from mailroom.people import sessions
-from mailroom.people.service import Membership
 from mailroom.ratelimits import service as ratelimits
-from mailroom.settings import Settings
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
@@ -47,132 +47,6 @@ PRESETS = (
     ("chosen", "Chosen below"),
 )
 SENDING = ("transactional:send", "campaigns:send", "campaigns:read", "templates:read")
-
-
-@dataclass
-class Visitor:
-    person: Person
-    row: DashboardSession
-    memberships: list[Membership]
-    principal: Principal
-
-    @property
-    def csrf(self) -> str:
-        return self.row.csrf_token
-
-    @property
-    def email(self) -> str:
-        return self.person.email
-
-    @property
-    def workspace_id(self) -> str:
-        return self.principal.workspace_id
-
-    @property
-    def role(self) -> str:
-        return self.principal.role or "member"
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
-    @property
-    def workspace_name(self) -> str:
-        return next(m.name for m in self.memberships if m.workspace_id == self.workspace_id)
-
-
-def _secure(settings: Settings) -> bool:
-    return settings.public_url.startswith("https://")
-
-
-def _set_session_cookie(response: Response, settings: Settings, token: str) -> None:
-    response.set_cookie(
-        sessions.COOKIE,
-        token,
-        httponly=True,
-        samesite="lax",
-        secure=_secure(settings),
-        path="/",
-    )
-
-
-def _local(target: str | None) -> str:
-    """Only paths of this site are followed after signing in (no open redirect)."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
-        return target
-    return "/app"
-
-
-async def _visitor(session: AsyncSession, request: Request, settings: Settings) -> Visitor | None:
-    idle = timedelta(minutes=max(1, settings.session_idle_minutes))
-    loaded = await sessions.load(session, request.cookies.get(sessions.COOKIE), idle)
-    if loaded is None:
-        return None
-    row, person = loaded
-    memberships = await people.workspaces_of(session, person)
-    if not memberships:
-        return None
-    current = row.workspace_id
-    if current not in {m.workspace_id for m in memberships}:
-        current = row.workspace_id = memberships[0].workspace_id
-    principal = await people.principal_for(session, person, current)
-    return Visitor(person, row, memberships, principal)
-
-
-Work = Callable[[Visitor, Context, dict[str, Any]], Awaitable[Response]]
-
-
-async def _as_visitor(request: Request, work: Work, *, admin: bool = False) -> Response:
-    """Run a page for the signed-in person: sign-in first when there is no session, 403 for a
-    form without the session's CSRF token or a member on an admin's page."""
-    db, settings = get_db(request), get_settings_dep(request)
-    form: dict[str, Any] = {}
-    if request.method == "POST":
-        raw = await request.form()
-        form = {key: raw.getlist(key) if key == "permission" else raw.get(key) for key in raw}
-    async with db.transaction() as session:
-        visitor = await _visitor(session, request, settings)
-        if visitor is None:
-            target = quote(request.url.path) if request.method == "GET" else "/app"
-            return RedirectResponse(f"/app/sign-in?next={target}", status_code=303)
-        if request.method == "POST" and not secrets.compare_digest(
-            str(form.get("csrf") or ""), visitor.csrf
-        ):
-            return render.message(
-                "This form has expired",
-                "Reload the page and try again.",
-                403,
-                visitor=visitor,
-                back=request.url.path,
-            )
-        if admin and not visitor.is_admin:
-            return render.message(
-                "Admins only",
-                "Only workspace admins can open this page. Ask one of them if you need it.",
-                403,
-                visitor=visitor,
-                back="/app",
-                back_label="Back to the overview",
-            )
-        try:
-            return await work(visitor, Context(session, visitor.principal, settings), form)
-        except ApiError as problem:
-            return render.message(
-                "That did not work", problem.message, problem.status, visitor=visitor, back="/app"
-            )
-
-
-def _audit(ctx: Context, request: Request, operation: str, target: str | None, status: int) -> None:
-    ctx.session.add(
-        audit.new_entry(
-            ctx.principal,
-            operation=operation,
-            method=request.method,
-            path=request.url.path,
-            target_id=target,
-            status=status,
-        )
-    )
 
 
 # ---------------------------------------------------------------- static files
@@ -209,7 +83,7 @@ async def sign_in_page(request: Request) -> Response:
     )
     settings = get_settings_dep(request)
     response.set_cookie(
-        PRE_CSRF, token, httponly=True, samesite="lax", secure=_secure(settings), path="/app"
+        PRE_CSRF, token, httponly=True, samesite="lax", secure=secure_cookies(settings), path="/app"
     )
     return response
 
@@ -261,8 +135,8 @@ async def sign_in(request: Request) -> Response:
                 error="That email and password do not match an account.",
             )
         token, _row = await sessions.start(session, person, memberships[0].workspace_id)
-    response = RedirectResponse(_local(request.query_params.get("next")), status_code=303)
-    _set_session_cookie(response, settings, token)
+    response = RedirectResponse(local_path(request.query_params.get("next")), status_code=303)
+    set_session_cookie(response, settings, token)
     response.delete_cookie(PRE_CSRF, path="/app")
     return response
 
@@ -322,7 +196,7 @@ async def use_sign_in_link(token: str, request: Request) -> Response:
         cookie, row = await sessions.start(session, person, memberships[0].workspace_id)
         sessions.flash(row, "ok", "Your password is saved. Welcome to Mailroom.")
     response = RedirectResponse("/app", status_code=303)
-    _set_session_cookie(response, settings, cookie)
+    set_session_cookie(response, settings, cookie)
     return response
 
 
@@ -338,7 +212,7 @@ async def sign_out(request: Request) -> Response:
         await sessions.end(ctx.session, request.cookies.get(sessions.COOKIE))
         return _signed_out(request)
 
-    return await _as_visitor(request, work)
+    return await as_visitor(request, work)
 
 
 @router.post("/app/sign-out-everywhere")
@@ -347,7 +221,7 @@ async def sign_out_everywhere(request: Request) -> Response:
         await sessions.end_everywhere(ctx.session, visitor.person.id)
         return _signed_out(request)
 
-    return await _as_visitor(request, work)
+    return await as_visitor(request, work)
 
 
 # ---------------------------------------------------------------- the frame
@@ -365,7 +239,7 @@ async def overview(request: Request) -> Response:
             flashes=sessions.take_flash(visitor.row),
         )
 
-    return await _as_visitor(request, work)
+    return await as_visitor(request, work)
 
 
 @router.post("/app/workspace")
@@ -381,7 +255,7 @@ async def switch_workspace(request: Request) -> Response:
         sessions.flash(visitor.row, "ok", f"You are now in {chosen.name}.")
         return RedirectResponse("/app", status_code=303)
 
-    return await _as_visitor(request, work)
+    return await as_visitor(request, work)
 
 
 # ---------------------------------------------------------------- API keys
@@ -445,7 +319,7 @@ async def api_keys_page(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         return await _keys_page(visitor, ctx)
 
-    return await _as_visitor(request, work, admin=True)
+    return await as_visitor(request, work, admin=True)
 
 
 @router.post("/settings/api-keys")
@@ -464,11 +338,11 @@ async def create_api_key_page(request: Request) -> Response:
             name=name,
             person_id=visitor.person.id,
         )
-        _audit(ctx, request, "create_api_key", created.key.id, 201)
+        audit_write(ctx, request, "create_api_key", created.key.id, 201)
         shown = {"name": name, "secret": created.secret}
         return await _keys_page(visitor, ctx, created=shown, status=201)
 
-    return await _as_visitor(request, work, admin=True)
+    return await as_visitor(request, work, admin=True)
 
 
 async def _workspace_key(ctx: Context, key_id: str) -> ApiKey:
@@ -488,7 +362,7 @@ async def revoke_api_key_page(key_id: str, request: Request) -> Response:
             "revoke_key.html", title="Revoke a key", section="api-keys", visitor=visitor, key=key
         )
 
-    return await _as_visitor(request, work, admin=True)
+    return await as_visitor(request, work, admin=True)
 
 
 @router.post("/settings/api-keys/{key_id}/revoke")
@@ -496,8 +370,8 @@ async def revoke_api_key(key_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         key = await _workspace_key(ctx, key_id)
         await accounts.revoke_key(ctx.session, key.id)
-        _audit(ctx, request, "revoke_api_key", key.id, 200)
+        audit_write(ctx, request, "revoke_api_key", key.id, 200)
         sessions.flash(visitor.row, "ok", f"Key “{key.name or 'Unnamed'}” is revoked.")
         return RedirectResponse("/settings/api-keys", status_code=303)
 
-    return await _as_visitor(request, work, admin=True)
+    return await as_visitor(request, work, admin=True)

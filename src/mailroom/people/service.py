@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -167,3 +168,93 @@ async def principal_for(session: AsyncSession, person: Person, workspace_id: str
         person_id=person.id,
         role=role,
     )
+
+
+# ---------------------------------------------------------------- the people of a workspace
+
+
+@dataclass(frozen=True)
+class Teammate:
+    person_id: str
+    email: str
+    role: str
+    joined: Any
+    has_password: bool
+
+
+async def people_of(session: AsyncSession, workspace_id: str) -> list[Teammate]:
+    rows = await session.execute(
+        select(
+            Person.id,
+            Person.email,
+            WorkspaceMember.role,
+            WorkspaceMember.created_at,
+            Person.password_hash,
+        )
+        .join(WorkspaceMember, WorkspaceMember.person_id == Person.id)
+        .where(WorkspaceMember.workspace_id == workspace_id)
+        .order_by(Person.email)
+    )
+    return [Teammate(i, e, r, c, bool(h)) for i, e, r, c, h in rows.all()]
+
+
+async def invite(
+    session: AsyncSession, account_id: str, workspace_id: str, email: str, role: str
+) -> Person:
+    """A new person of the account with `role` here, or a person of the account given (or
+    changed to) that role. An address that belongs to another account cannot be invited."""
+    address = clean_email(email)
+    role = clean_role(role)
+    person = await session.scalar(select(Person).where(Person.email == address))
+    if person is None:
+        return await create_person(
+            session, account_id, address, workspace_id=workspace_id, role=role
+        )
+    if person.account_id != account_id:
+        raise ApiError(409, "This address cannot be invited to this account.")
+    await set_role(session, person, workspace_id, role)
+    return person
+
+
+async def _admins(session: AsyncSession, workspace_id: str) -> int:
+    return len(
+        (
+            await session.scalars(
+                select(WorkspaceMember.person_id).where(
+                    WorkspaceMember.workspace_id == workspace_id, WorkspaceMember.role == "admin"
+                )
+            )
+        ).all()
+    )
+
+
+async def _member(session: AsyncSession, workspace_id: str, person_id: str) -> WorkspaceMember:
+    member = await session.get(WorkspaceMember, (workspace_id, person_id))
+    if member is None:
+        raise ApiError(404, "Person not found")
+    return member
+
+
+async def change_role(session: AsyncSession, workspace_id: str, person_id: str, role: str) -> None:
+    """409 when it would leave the workspace without an admin."""
+    member = await _member(session, workspace_id, person_id)
+    role = clean_role(role)
+    if member.role == "admin" and role != "admin" and await _admins(session, workspace_id) <= 1:
+        raise ApiError(409, "A workspace needs at least one admin.")
+    member.role = role
+
+
+async def remove(session: AsyncSession, workspace_id: str, person_id: str) -> None:
+    """The person leaves this workspace (their sessions here end with the membership)."""
+    member = await _member(session, workspace_id, person_id)
+    if member.role == "admin" and await _admins(session, workspace_id) <= 1:
+        raise ApiError(409, "A workspace needs at least one admin.")
+    await session.delete(member)
+    await session.flush()
+
+
+async def by_email(session: AsyncSession, email: str) -> Person | None:
+    found: Person | None = await session.scalar(
+        select(Person).where(Person.email == normalize_email(email or ""))
+    )
+    return found

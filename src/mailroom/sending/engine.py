@@ -350,7 +350,9 @@ class SendEngine:
                 continue
             content, from_email, from_name, reply_to = source
             domain = facts.domains.get((row.workspace_id, email_domain(from_email)))
-            if settings.smtp_url and domain is None:
+            # The operator's own mail (invitations) is from their domain, not a workspace's.
+            operator = row.kind == "system" and bool((row.payload or {}).get("operator"))
+            if settings.smtp_url and domain is None and not operator:
                 prepared.done.append(
                     Outcome(row, "retry", f"{email_domain(from_email)} is not a verified domain")
                 )

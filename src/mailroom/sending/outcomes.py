@@ -243,7 +243,9 @@ async def record(session: AsyncSession, settings: Settings, outcomes: list[Outco
     for outcome, values in zip(outcomes, params, strict=True):
         if outcome.state == "sent":
             sent[outcome.row.account_id] += 1
-        elif values["r_status"] in ("failed", "skipped"):
+        elif values["r_status"] in ("failed", "skipped") and not (
+            (outcome.row.payload or {}).get("operator")  # the operator's mail took nothing
+        ):
             returned[(outcome.row.account_id, limits.month_period(outcome.row.created_at))] += 1
     await limits.count_sent(session, sent, now)
     await limits.give_back(session, returned)

@@ -157,16 +157,28 @@ async def queue(
 
 
 async def queue_system(
-    ctx: Context, *, email: str, contact_id: str | None, message: dict[str, str]
+    ctx: Context,
+    *,
+    email: str,
+    contact_id: str | None,
+    message: dict[str, str],
+    operator: bool = False,
 ) -> SendLog:
-    """Queue a message the subscriber asked for themselves (a signup confirmation), from the
-    workspace's sender identity: it counts against the monthly allowance like any send, but
+    """Queue a message someone asked for themselves. A signup confirmation comes from the
+    workspace's sender identity and counts against the monthly allowance like any send, but
     goes to an address that is not (or not yet) a subscribed contact; the caller has made
-    sure it is not one that bounced or complained. A paused workspace's copy waits."""
+    sure it is not one that bounced or complained. `operator`: the installation's own mail to
+    a person (an invitation, a password reset), from `MAILROOM_SYSTEM_FROM`, not counted. A
+    paused workspace's copy waits."""
     identity = await sending.settings_of(ctx)
-    await sending.check_sender(ctx, identity.from_email or "")
     now = utcnow()
-    await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, 1, now)
+    if operator:
+        from_email, from_name, reply_to = ctx.settings.system_from, "Mailroom", ""
+    else:
+        from_email = identity.from_email or ""
+        from_name, reply_to = identity.from_name or "", identity.reply_to or ""
+        await sending.check_sender(ctx, from_email)
+        await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, 1, now)
     row = SendLog(
         id=new_id(),
         workspace_id=ctx.workspace_id,
@@ -182,11 +194,12 @@ async def queue_system(
             "preheader": "",
             "html": message["html_content"],
             "text": message["text_content"],
-            "from_email": identity.from_email,
-            "from_name": identity.from_name or "",
-            "reply_to": identity.reply_to or "",
+            "from_email": from_email,
+            "from_name": from_name,
+            "reply_to": reply_to,
             "variables": {},
             "template_id": None,
+            "operator": operator,
         },
         status="pending",
         run_at=now,

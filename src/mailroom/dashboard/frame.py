@@ -1,0 +1,157 @@
+"""The frame every dashboard page runs in: the signed-in person (`Visitor`) in their current
+workspace, one transaction per page with the person as the principal, the CSRF check on
+forms, the admin check, and the audit entry of a write. Pages call `as_visitor(request, work)`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from mailroom.audit import service as audit
+from mailroom.core.auth import Principal
+from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
+from mailroom.dashboard import render
+from mailroom.models import DashboardSession, Person
+from mailroom.people import service as people
+from mailroom.people import sessions
+from mailroom.people.service import Membership
+from mailroom.settings import Settings
+from mailroom.web.deps import get_db, get_settings_dep
+
+
+@dataclass
+class Visitor:
+    person: Person
+    row: DashboardSession
+    memberships: list[Membership]
+    principal: Principal
+
+    @property
+    def csrf(self) -> str:
+        return self.row.csrf_token
+
+    @property
+    def email(self) -> str:
+        return self.person.email
+
+    @property
+    def workspace_id(self) -> str:
+        return self.principal.workspace_id
+
+    @property
+    def role(self) -> str:
+        return self.principal.role or "member"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def workspace_name(self) -> str:
+        return next(m.name for m in self.memberships if m.workspace_id == self.workspace_id)
+
+
+def secure_cookies(settings: Settings) -> bool:
+    return settings.public_url.startswith("https://")
+
+
+def set_session_cookie(response: Response, settings: Settings, token: str) -> None:
+    response.set_cookie(
+        sessions.COOKIE,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=secure_cookies(settings),
+        path="/",
+    )
+
+
+def local_path(target: str | None) -> str:
+    """Only paths of this site are followed after signing in (no open redirect)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/app"
+
+
+async def _visitor(session: AsyncSession, request: Request, settings: Settings) -> Visitor | None:
+    idle = timedelta(minutes=max(1, settings.session_idle_minutes))
+    loaded = await sessions.load(session, request.cookies.get(sessions.COOKIE), idle)
+    if loaded is None:
+        return None
+    row, person = loaded
+    memberships = await people.workspaces_of(session, person)
+    if not memberships:
+        return None
+    current = row.workspace_id
+    if current not in {m.workspace_id for m in memberships}:
+        current = row.workspace_id = memberships[0].workspace_id
+    principal = await people.principal_for(session, person, current)
+    return Visitor(person, row, memberships, principal)
+
+
+Work = Callable[[Visitor, Context, dict[str, Any]], Awaitable[Response]]
+
+
+async def as_visitor(request: Request, work: Work, *, admin: bool = False) -> Response:
+    """Run a page for the signed-in person: sign-in first when there is no session, 403 for a
+    form without the session's CSRF token or a member on an admin's page."""
+    db, settings = get_db(request), get_settings_dep(request)
+    form: dict[str, Any] = {}
+    if request.method == "POST":
+        raw = await request.form()
+        form = {key: raw.getlist(key) if key == "permission" else raw.get(key) for key in raw}
+    async with db.transaction() as session:
+        visitor = await _visitor(session, request, settings)
+        if visitor is None:
+            target = quote(request.url.path) if request.method == "GET" else "/app"
+            return RedirectResponse(f"/app/sign-in?next={target}", status_code=303)
+        if request.method == "POST" and not secrets.compare_digest(
+            str(form.get("csrf") or ""), visitor.csrf
+        ):
+            return render.message(
+                "This form has expired",
+                "Reload the page and try again.",
+                403,
+                visitor=visitor,
+                back=request.url.path,
+            )
+        if admin and not visitor.is_admin:
+            return render.message(
+                "Admins only",
+                "Only workspace admins can open this page. Ask one of them if you need it.",
+                403,
+                visitor=visitor,
+                back="/app",
+                back_label="Back to the overview",
+            )
+        try:
+            return await work(visitor, Context(session, visitor.principal, settings), form)
+        except ApiError as problem:
+            return render.message(
+                "That did not work", problem.message, problem.status, visitor=visitor, back="/app"
+            )
+
+
+def audit_write(
+    ctx: Context, request: Request, operation: str, target: str | None, status: int
+) -> None:
+    ctx.session.add(
+        audit.new_entry(
+            ctx.principal,
+            operation=operation,
+            method=request.method,
+            path=request.url.path,
+            target_id=target,
+            status=status,
+        )
+    )

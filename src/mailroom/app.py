@@ -20,6 +20,7 @@ from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.dashboard.people_pages import router as dashboard_people_router
+from mailroom.dashboard.security_pages import router as dashboard_security_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
 from mailroom.forms.api import router as forms_router
@@ -80,6 +81,7 @@ ROUTERS = [
     form_pages_router,
     dashboard_router,
     dashboard_people_router,
+    dashboard_security_router,
 ]
 
 

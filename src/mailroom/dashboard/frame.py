@@ -89,6 +89,8 @@ async def _visitor(session: AsyncSession, request: Request, settings: Settings) 
     if loaded is None:
         return None
     row, person = loaded
+    if row.needs_second_factor:
+        return None  # only the code's form (pages.sign_in_code) serves this session
     memberships = await people.workspaces_of(session, person)
     if not memberships:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
@@ -134,8 +135,14 @@ async def sign_in(request: Request) -> Response:
                 email=email,
                 error="That email and password do not match an account.",
             )
-        token, _row = await sessions.start(session, person, memberships[0].workspace_id)
-    response = RedirectResponse(local_path(request.query_params.get("next")), status_code=303)
+        pending = person.totp_sealed is not None
+        token, _row = await sessions.start(
+            session, person, memberships[0].workspace_id, pending=pending
+        )
+    target = local_path(request.query_params.get("next"))
+    if pending:
+        target = f"/app/sign-in/code?next={quote(target)}"
+    response = RedirectResponse(target, status_code=303)
     set_session_cookie(response, settings, token)
     response.delete_cookie(PRE_CSRF, path="/app")
     return response

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.core.clock import utcnow
@@ -49,6 +49,11 @@ class Person(Base):
     # Changes whenever a sign-in link is used or the password changes: a link made before
     # names an older value and no longer works (one-time links).
     link_nonce: Mapped[str] = mapped_column(String(32), default="")
+    # The second factor, when set up: the TOTP secret sealed (people.totp), the last time
+    # step used (a code works once), and the SHA-256 of each unused recovery code.
+    totp_sealed: Mapped[str | None] = mapped_column(String(200), default=None)
+    totp_last_step: Mapped[int] = mapped_column(BigInteger, default=-1)
+    recovery_hashes: Mapped[list[str]] = mapped_column(JSONValue, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -64,6 +69,8 @@ class DashboardSession(Base):
         ForeignKey("workspaces.id", ondelete="SET NULL"), default=None
     )
     csrf_token: Mapped[str] = mapped_column(String(64))
+    # Signed in with the password, the second factor still to come: no page but its form.
+    needs_second_factor: Mapped[bool] = mapped_column(Boolean, default=False)
     flash: Mapped[list[dict[str, str]]] = mapped_column(JSONValue, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

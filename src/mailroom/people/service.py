@@ -22,7 +22,7 @@ from mailroom.core.emails import is_valid_email, normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.plans import get_plan
 from mailroom.models import Account, Person, Workspace, WorkspaceMember
-from mailroom.people import passwords
+from mailroom.people import passwords, totp
 from mailroom.settings import Settings
 
 ROLES = ("admin", "member")
@@ -258,3 +258,67 @@ async def by_email(session: AsyncSession, email: str) -> Person | None:
         select(Person).where(Person.email == normalize_email(email or ""))
     )
     return found
+
+
+# ---------------------------------------------------------------- the second factor
+
+SETUP = "totp-setup"  # token purpose: a secret offered, not yet confirmed
+SETUP_VALID_SECONDS = 3600
+WRONG_CODE = "That code is not right. Use the current code from your app."
+
+
+def totp_setup(settings: Settings, person: Person) -> tuple[str, str]:
+    """(a new secret to show, the signed token that carries it to the confirmation): nothing
+    is stored until a code from the app proves it was saved."""
+    secret = totp.new_secret()
+    token = tokens.sign(
+        settings.resolved_secret_key, SETUP, person.id, secret, str(int(time.time()))
+    )
+    return secret, token
+
+
+def setup_secret(settings: Settings, person: Person, token: str) -> str | None:
+    parts = tokens.read(settings.resolved_secret_key, SETUP, token)
+    if parts is None or len(parts) != 3 or parts[0] != person.id or not parts[2].isdigit():
+        return None
+    if time.time() - int(parts[2]) > SETUP_VALID_SECONDS:
+        return None
+    return parts[1]
+
+
+def confirm_totp(settings: Settings, person: Person, token: str, code: str) -> list[str]:
+    """Turn the second factor on; the recovery codes, to show once. 400 on a wrong code."""
+    secret = setup_secret(settings, person, token)
+    if secret is None:
+        raise ApiError(400, "This set-up has expired. Start again.")
+    step = totp.matching_step(secret, code)
+    if step is None:
+        raise ApiError(400, WRONG_CODE)
+    codes = totp.recovery_codes()
+    person.totp_sealed = totp.seal(settings.resolved_secret_key, person.id, secret)
+    person.totp_last_step = step
+    person.recovery_hashes = [totp.recovery_hash(c) for c in codes]
+    return codes
+
+
+def second_factor_passes(settings: Settings, person: Person, code: str) -> bool:
+    """A current code from the app (each works once) or an unused recovery code (used up)."""
+    if not person.totp_sealed:
+        return True
+    secret = totp.unseal(settings.resolved_secret_key, person.id, person.totp_sealed)
+    if secret is not None:
+        step = totp.matching_step(secret, code, after=person.totp_last_step)
+        if step is not None:
+            person.totp_last_step = step
+            return True
+    digest = totp.recovery_hash(code)
+    if digest in (person.recovery_hashes or []):
+        person.recovery_hashes = [h for h in person.recovery_hashes if h != digest]
+        return True
+    return False
+
+
+def disable_totp(settings: Settings, person: Person, code: str) -> None:
+    if not second_factor_passes(settings, person, code):
+        raise ApiError(400, WRONG_CODE)
+    person.totp_sealed, person.recovery_hashes, person.totp_last_step = None, [], -1

@@ -25,9 +25,10 @@ def _digest(token: str) -> str:
 
 
 async def start(
-    session: AsyncSession, person: Person, workspace_id: str | None
+    session: AsyncSession, person: Person, workspace_id: str | None, *, pending: bool = False
 ) -> tuple[str, DashboardSession]:
-    """(the cookie's token, the row)."""
+    """(the cookie's token, the row). `pending`: the password was right, the second factor
+    is still to come."""
     token = secrets.token_urlsafe(32)
     now = utcnow()
     row = DashboardSession(
@@ -35,6 +36,7 @@ async def start(
         person_id=person.id,
         workspace_id=workspace_id,
         csrf_token=secrets.token_urlsafe(24),
+        needs_second_factor=pending,
         flash=[],
         created_at=now,
         last_seen_at=now,

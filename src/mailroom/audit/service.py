@@ -64,11 +64,39 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     return _EPOCH + timedelta(microseconds=int(micros)), entry_id
 
 
+@dataclass(frozen=True)
+class AuditFilter:
+    """The dashboard's narrowing of the log (each optional)."""
+
+    person_id: str | None = None
+    key_id: str | None = None
+    operation: str | None = None
+    since: datetime | None = None
+    before: datetime | None = None
+
+
 async def list_entries(
-    session: AsyncSession, principal: Principal, *, cursor: str | None, limit: int
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    cursor: str | None,
+    limit: int,
+    only: AuditFilter | None = None,
 ) -> AuditPage:
     """Newest first; `next_cursor` continues after the last entry returned."""
     query = select(AuditEntry).where(AuditEntry.workspace_id == principal.workspace_id)
+    if only is not None:
+        for column, value in (
+            (AuditEntry.person_id, only.person_id),
+            (AuditEntry.key_id, only.key_id),
+            (AuditEntry.operation, only.operation),
+        ):
+            if value:
+                query = query.where(column == value)
+        if only.since is not None:
+            query = query.where(AuditEntry.created_at >= only.since)
+        if only.before is not None:
+            query = query.where(AuditEntry.created_at < only.before)
     if cursor:
         stamp, entry_id = _decode_cursor(cursor)
         query = query.where(

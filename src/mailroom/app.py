@@ -21,6 +21,7 @@ from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.dashboard.people_pages import router as dashboard_people_router
 from mailroom.dashboard.security_pages import router as dashboard_security_router
+from mailroom.dashboard.sending_pages import router as dashboard_sending_router
 from mailroom.dashboard.settings_pages import router as dashboard_settings_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
@@ -84,6 +85,7 @@ ROUTERS = [
     dashboard_people_router,
     dashboard_security_router,
     dashboard_settings_router,
+    dashboard_sending_router,
 ]
 
 

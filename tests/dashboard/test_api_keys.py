@@ -26,7 +26,10 @@ async def test_an_admin_creates_uses_and_revokes_a_key(app, client, db, settings
             data={"csrf": csrf_of(page.text), "name": " Shop   sync ", "preset": "read"},
         )
         assert made.status_code == 201 and "Key “Shop sync” created" in made.text
-        secret = re.search(r'value="(mr_live_[A-Za-z0-9]+_[A-Za-z0-9]+)"', made.text).group(1)
+        secret = re.search(
+            r'aria-label="The new API key">(mr_live_[A-Za-z0-9]+_[A-Za-z0-9]+)</textarea>',
+            made.text,
+        ).group(1)
         headers = {"x-api-key": secret}
         assert (await client.get("/api/v1/contacts", headers=headers)).status_code == 200
         write = await client.post(
@@ -50,7 +53,10 @@ async def test_an_admin_creates_uses_and_revokes_a_key(app, client, db, settings
         )
         assert nothing.status_code == 400 and "Choose at least one permission" in nothing.text
 
-        key_id = re.search(r'/settings/api-keys/([0-9a-f-]+)/revoke">Revoke', listed.text).group(1)
+        key_id = re.search(
+            r'/settings/api-keys/([0-9a-f-]+)/revoke" aria-label="Revoke Shop sync">Revoke',
+            listed.text,
+        ).group(1)
         confirm = await admin.get(f"/settings/api-keys/{key_id}/revoke")
         assert confirm.status_code == 200 and "Revoke “Shop sync”?" in confirm.text
         done = await admin.post(

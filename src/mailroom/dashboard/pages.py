@@ -69,6 +69,12 @@ async def static_file(name: str) -> Response:
 # ---------------------------------------------------------------- signing in and out
 
 
+def _sign_in_action(request: Request) -> str:
+    """The form posts back with the page asked for, so signing in leads there."""
+    wanted = request.query_params.get("next")
+    return f"/app/sign-in?next={quote(local_path(wanted))}" if wanted else "/app/sign-in"
+
+
 @router.get("/app/sign-in")
 async def sign_in_page(request: Request) -> Response:
     token = request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
@@ -80,6 +86,7 @@ async def sign_in_page(request: Request) -> Response:
         csrf=token,
         email="",
         error=None,
+        action=_sign_in_action(request),
         flashes=[{"kind": "ok", "text": notice}] if notice else [],
     )
     settings = get_settings_dep(request)
@@ -134,6 +141,7 @@ async def sign_in(request: Request) -> Response:
                 csrf=expected,
                 email=email,
                 error="That email and password do not match an account.",
+                action=_sign_in_action(request),
             )
         pending = person.totp_sealed is not None
         token, _row = await sessions.start(
@@ -308,6 +316,11 @@ async def _keys_page(
 
 
 def _chosen_permissions(form: dict[str, Any]) -> list[str]:
+    """Ticked permissions are exactly what the key gets (the narrowest choice wins, so a
+    preset left on "Full access" never widens them); otherwise the preset."""
+    ticked = [p for p in form.get("permission") or [] if p in PERMISSIONS]
+    if ticked:
+        return ticked
     preset = form.get("preset") or "full"
     if preset == "full":
         return list(PERMISSIONS)

@@ -138,7 +138,7 @@ async def workspaces_of(session: AsyncSession, person: Person) -> list[Membershi
         .where(WorkspaceMember.person_id == person.id, Workspace.account_id == person.account_id)
         .order_by(Workspace.created_at, Workspace.id)
     )
-    return [Membership(w, n or "Workspace", r) for w, n, r in rows.all()]
+    return [Membership(w, n or f"Workspace {w[:8]}", r) for w, n, r in rows.all()]
 
 
 async def principal_for(session: AsyncSession, person: Person, workspace_id: str) -> Principal:

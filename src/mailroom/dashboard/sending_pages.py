@@ -1,0 +1,114 @@
+"""The Sending page (admins): the state and pause/resume, this month's usage, the sender
+identity, and sending domains with the DNS records to publish and a check of each. The DNS
+look-ups run between two transactions, as the API's verify does (no connection held)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+
+from mailroom.core.context import Context
+from mailroom.core.pagination import PageParams
+from mailroom.dashboard import render
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write
+from mailroom.domains import service as domains
+from mailroom.people import sessions
+from mailroom.sending import service as sending
+
+router = APIRouter(include_in_schema=False)
+
+
+async def _sending_page(visitor: Visitor, ctx: Context, status: int = 200) -> Response:
+    state = await sending.describe(ctx)
+    rows, _total = await domains.list_domains(ctx, PageParams(1, 100))
+    return render.page(
+        "sending.html",
+        status=status,
+        title="Sending",
+        section="sending",
+        visitor=visitor,
+        state=state,
+        paused_at=state["paused_at"].strftime("%Y-%m-%d %H:%M UTC") if state["paused_at"] else "",
+        bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
+        complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
+        domains=[domains.as_dict(ctx, d) for d in rows],
+        flashes=sessions.take_flash(visitor.row),
+    )
+
+
+@router.get("/settings/sending")
+async def sending_page(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        return await _sending_page(visitor, ctx)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/identity")
+async def save_identity(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        body = {k: str(form.get(k) or "") for k in ("from_name", "from_email", "reply_to")}
+        await sending.update_identity(ctx, body)
+        audit_write(ctx, request, "update_sending", None, 200)
+        sessions.flash(visitor.row, "ok", "Sender identity saved.")
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/pause")
+async def pause_sending(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        note = str(form.get("note") or "").strip() or None
+        await sending.pause(ctx, by="workspace", reason="workspace", note=note)
+        audit_write(ctx, request, "pause_sending", None, 200)
+        sessions.flash(visitor.row, "ok", "Sending is paused.")
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/resume")
+async def resume_sending(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        await sending.resume(ctx, by="workspace")
+        audit_write(ctx, request, "resume_sending", None, 200)
+        sessions.flash(visitor.row, "ok", "Sending is on again.")
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/domains")
+async def add_domain(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        domain = await domains.create_domain(ctx, str(form.get("domain") or ""))
+        audit_write(ctx, request, "create_domain", domain.id, 201)
+        sessions.flash(
+            visitor.row, "ok", f"{domain.domain} added. Publish its records, then check DNS."
+        )
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/domains/{domain_id}/verify")
+async def check_domain(domain_id: str, request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        row_id = visitor.row.id
+        domain = await domains.verify_domain(ctx, domain_id)  # ends the transaction for DNS
+        # The page's rows were read before: read the session again in the new transaction.
+        await ctx.session.refresh(visitor.row)
+        assert visitor.row.id == row_id
+        audit_write(ctx, request, "verify_domain", domain.id, 200)
+        text = (
+            f"{domain.domain} is verified."
+            if domain.status == "verified"
+            else f"{domain.domain} is not verified yet: {domain.failure_reason or 'see below'}."
+        )
+        sessions.flash(visitor.row, "ok" if domain.status == "verified" else "error", text)
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)

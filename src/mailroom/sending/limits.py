@@ -43,13 +43,14 @@ def monthly_limit_reached(plan: Plan) -> ApiError:
     )
 
 
-_UPSERTS: dict[str, Any] = {}
+_UPSERTS: dict[tuple[str, bool], Any] = {}
 
 
-def _upsert(dialect: str) -> Any:
-    """The meter's upsert, built once per dialect (building `excluded` costs more than
-    running it)."""
-    found = _UPSERTS.get(dialect)
+def _upsert(dialect: str, *, guarded: bool = False) -> Any:
+    """The meter's upsert (add `count` to the period's row), built once per dialect: building
+    `excluded` costs more than running it. `guarded`: add only while the total stays within
+    `cap`, returning the new count (nothing when it would not)."""
+    found = _UPSERTS.get((dialect, guarded))
     if found is None:
         make: Any = pg_insert if dialect == "postgresql" else sqlite_insert
         statement = make(SendMeter).values(
@@ -57,28 +58,15 @@ def _upsert(dialect: str) -> Any:
             period=bindparam("period"),
             count=bindparam("count"),
         )
-        found = _UPSERTS[dialect] = statement.on_conflict_do_update(
+        total = SendMeter.count + statement.excluded.count
+        found = statement.on_conflict_do_update(
             index_elements=[SendMeter.account_id, SendMeter.period],
-            set_={"count": SendMeter.count + statement.excluded.count},
+            set_={"count": total},
+            where=(total <= bindparam("cap")) if guarded else None,
         )
-    return found
-
-
-def _guarded_upsert(dialect: str) -> Any:
-    key = f"{dialect}:guarded"
-    found = _UPSERTS.get(key)
-    if found is None:
-        make: Any = pg_insert if dialect == "postgresql" else sqlite_insert
-        statement = make(SendMeter).values(
-            account_id=bindparam("account_id"),
-            period=bindparam("period"),
-            count=bindparam("count"),
-        )
-        found = _UPSERTS[key] = statement.on_conflict_do_update(
-            index_elements=[SendMeter.account_id, SendMeter.period],
-            set_={"count": SendMeter.count + statement.excluded.count},
-            where=SendMeter.count + statement.excluded.count <= bindparam("cap"),
-        ).returning(SendMeter.count)
+        if guarded:
+            found = found.returning(SendMeter.count)
+        _UPSERTS[(dialect, guarded)] = found
     return found
 
 
@@ -116,7 +104,7 @@ async def reserve(
         raise monthly_limit_reached(plan)
     # One statement: add to the meter only while it stays within the allowance.
     taken = await session.scalar(
-        _guarded_upsert(session.get_bind().dialect.name),
+        _upsert(session.get_bind().dialect.name, guarded=True),
         {
             "account_id": account_id,
             "period": month_period(now),

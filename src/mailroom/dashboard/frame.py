@@ -25,6 +25,7 @@ from mailroom.models import DashboardSession, Person
 from mailroom.people import service as people
 from mailroom.people import sessions
 from mailroom.people.service import Membership
+from mailroom.ratelimits import service as ratelimits
 from mailroom.settings import Settings
 from mailroom.web.deps import get_db, get_settings_dep
 
@@ -74,6 +75,39 @@ def set_session_cookie(response: Response, settings: Settings, token: str) -> No
         secure=secure_cookies(settings),
         path="/",
     )
+
+
+# Forms shown before there is a session (sign in, forgotten password) carry a token that must
+# match this cookie's (double submit), so another site cannot post them for a visitor.
+PRE_CSRF = "mailroom_csrf"
+
+
+def pre_session_token(request: Request) -> str:
+    return request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
+
+
+def with_pre_session_cookie(response: Response, settings: Settings, token: str) -> Response:
+    response.set_cookie(
+        PRE_CSRF, token, httponly=True, samesite="lax", secure=secure_cookies(settings), path="/app"
+    )
+    return response
+
+
+def pre_session_ok(request: Request, sent: Any) -> bool:
+    expected = request.cookies.get(PRE_CSRF) or ""
+    return bool(expected) and secrets.compare_digest(str(sent or ""), expected)
+
+
+async def over_limit(
+    session: AsyncSession, window_seconds: int, *checks: tuple[str, int]
+) -> ratelimits.RateDecision | None:
+    """Count one attempt under each `(key, limit)` (per address, per IP); the first refusal,
+    or None when all have room."""
+    for key, limit in checks:
+        decision = await ratelimits.hit(session, key, limit=limit, window_seconds=window_seconds)
+        if not decision.allowed:
+            return decision
+    return None
 
 
 def local_path(target: str | None) -> str:

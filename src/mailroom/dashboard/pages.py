@@ -8,7 +8,6 @@ without it); pages work without JavaScript.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 from urllib.parse import quote
 
@@ -22,22 +21,24 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.dashboard import render
 from mailroom.dashboard.frame import (
+    PRE_CSRF,
     Visitor,
     as_visitor,
     audit_write,
     local_path,
-    secure_cookies,
+    over_limit,
+    pre_session_ok,
+    pre_session_token,
     set_session_cookie,
+    with_pre_session_cookie,
 )
 from mailroom.models import ApiKey
 from mailroom.people import service as people
 from mailroom.people import sessions
-from mailroom.ratelimits import service as ratelimits
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
 
-PRE_CSRF = "mailroom_csrf"  # the sign-in form's token, before there is a session
 SIGN_IN_WINDOW = 900
 SIGN_IN_PER_ADDRESS = 10
 SIGN_IN_PER_IP = 50
@@ -77,7 +78,7 @@ def _sign_in_action(request: Request) -> str:
 
 @router.get("/app/sign-in")
 async def sign_in_page(request: Request) -> Response:
-    token = request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
+    token = pre_session_token(request)
     notice = "You are signed out." if request.query_params.get("signed_out") else None
     response = render.page(
         "sign_in.html",
@@ -89,11 +90,7 @@ async def sign_in_page(request: Request) -> Response:
         action=_sign_in_action(request),
         flashes=[{"kind": "ok", "text": notice}] if notice else [],
     )
-    settings = get_settings_dep(request)
-    response.set_cookie(
-        PRE_CSRF, token, httponly=True, samesite="lax", secure=secure_cookies(settings), path="/app"
-    )
-    return response
+    return with_pre_session_cookie(response, get_settings_dep(request), token)
 
 
 @router.post("/app/sign-in")
@@ -102,8 +99,7 @@ async def sign_in(request: Request) -> Response:
     raw = await request.form()
     email = str(raw.get("email") or "").strip()
     password = str(raw.get("password") or "")
-    expected = request.cookies.get(PRE_CSRF) or ""
-    if not expected or not secrets.compare_digest(str(raw.get("csrf") or ""), expected):
+    if not pre_session_ok(request, raw.get("csrf")):
         return render.message(
             "This form has expired",
             "Reload the sign-in page and try again.",
@@ -113,23 +109,22 @@ async def sign_in(request: Request) -> Response:
         )
     ip = request.client.host if request.client else "unknown"
     async with db.transaction() as session:
-        for key, limit in (
+        refused = await over_limit(
+            session,
+            SIGN_IN_WINDOW,
             (f"sign-in:address:{email.casefold()}", SIGN_IN_PER_ADDRESS),
             (f"sign-in:ip:{ip}", SIGN_IN_PER_IP),
-        ):
-            decision = await ratelimits.hit(
-                session, key, limit=limit, window_seconds=SIGN_IN_WINDOW
+        )
+        if refused is not None:
+            minutes = max(1, round(refused.retry_after / 60))
+            return render.message(
+                "Too many attempts",
+                f"Wait {minutes} minute{'s' if minutes != 1 else ''} and try again.",
+                429,
+                main_class="narrow",
+                headers={"Retry-After": str(refused.retry_after)},
+                back="/app/sign-in",
             )
-            if not decision.allowed:
-                minutes = max(1, round(decision.retry_after / 60))
-                return render.message(
-                    "Too many attempts",
-                    f"Wait {minutes} minute{'s' if minutes != 1 else ''} and try again.",
-                    429,
-                    main_class="narrow",
-                    headers={"Retry-After": str(decision.retry_after)},
-                    back="/app/sign-in",
-                )
         person = await people.authenticate(session, email, password)
         memberships = await people.workspaces_of(session, person) if person else []
         if person is None or not memberships:
@@ -138,7 +133,7 @@ async def sign_in(request: Request) -> Response:
                 status=400,
                 title="Sign in",
                 main_class="narrow",
-                csrf=expected,
+                csrf=str(raw.get("csrf")),
                 email=email,
                 error="That email and password do not match an account.",
                 action=_sign_in_action(request),
@@ -152,7 +147,7 @@ async def sign_in(request: Request) -> Response:
         target = f"/app/sign-in/code?next={quote(target)}"
     response = RedirectResponse(target, status_code=303)
     set_session_cookie(response, settings, token)
-    response.delete_cookie(PRE_CSRF, path="/app")
+    response.delete_cookie(PRE_CSRF, path="/app")  # the form's token has served
     return response
 
 

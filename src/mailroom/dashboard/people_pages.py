@@ -7,7 +7,6 @@ shown to the admin to pass on, and a reset can be made by the operator
 from __future__ import annotations
 
 import logging
-import secrets
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,16 +15,22 @@ from fastapi.responses import RedirectResponse, Response
 from mailroom.accounts import service as accounts
 from mailroom.core.context import Context
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, secure_cookies
+from mailroom.dashboard.frame import (
+    Visitor,
+    as_visitor,
+    audit_write,
+    over_limit,
+    pre_session_ok,
+    pre_session_token,
+    with_pre_session_cookie,
+)
 from mailroom.people import emails, sessions
 from mailroom.people import service as people
-from mailroom.ratelimits import service as ratelimits
 from mailroom.sending import transactional
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
 log = logging.getLogger("mailroom.dashboard")
-PRE_CSRF = "mailroom_csrf"
 RESETS_PER_ADDRESS = 3  # an hour
 RESETS_PER_IP = 20
 
@@ -145,19 +150,11 @@ async def remove_person(person_id: str, request: Request) -> Response:
 
 @router.get("/app/forgot")
 async def forgot_page(request: Request) -> Response:
-    token = request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
+    token = pre_session_token(request)
     response = render.page(
         "forgot.html", title="Reset your password", main_class="narrow", csrf=token, sent=False
     )
-    response.set_cookie(
-        PRE_CSRF,
-        token,
-        httponly=True,
-        samesite="lax",
-        secure=secure_cookies(get_settings_dep(request)),
-        path="/app",
-    )
-    return response
+    return with_pre_session_cookie(response, get_settings_dep(request), token)
 
 
 @router.post("/app/forgot")
@@ -165,23 +162,23 @@ async def send_reset(request: Request) -> Response:
     """The same answer whether or not the address has an account."""
     db, settings = get_db(request), get_settings_dep(request)
     raw = await request.form()
-    expected = request.cookies.get(PRE_CSRF) or ""
-    if not expected or not secrets.compare_digest(str(raw.get("csrf") or ""), expected):
+    if not pre_session_ok(request, raw.get("csrf")):
         return render.message(
             "This form has expired", "Reload the page and try again.", 403, main_class="narrow"
         )
     email = str(raw.get("email") or "").strip()
     ip = request.client.host if request.client else "unknown"
     answer = render.page(
-        "forgot.html", title="Reset your password", main_class="narrow", csrf=expected, sent=True
+        "forgot.html", title="Reset your password", main_class="narrow", csrf="", sent=True
     )
     async with db.transaction() as session:
-        for key, limit in (
+        if await over_limit(
+            session,
+            3600,
             (f"reset:address:{email.casefold()}", RESETS_PER_ADDRESS),
             (f"reset:ip:{ip}", RESETS_PER_IP),
         ):
-            if not (await ratelimits.hit(session, key, limit=limit, window_seconds=3600)).allowed:
-                return answer  # quietly: no more emails to that address this hour
+            return answer  # quietly: no more emails to that address this hour
         person = await people.by_email(session, email)
         memberships = await people.workspaces_of(session, person) if person else []
         if person is None or not memberships:

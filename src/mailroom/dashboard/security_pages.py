@@ -23,6 +23,11 @@ router = APIRouter(include_in_schema=False)
 CODES_PER_PERSON = 10  # wrong codes per 15 minutes before the sign-in is refused
 
 
+def _here(request: Request) -> str:
+    """The form posts back to this address, keeping `next`."""
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
 @router.get("/app/sign-in/code")
 async def sign_in_code_page(request: Request) -> Response:
     db, settings = get_db(request), get_settings_dep(request)
@@ -36,7 +41,7 @@ async def sign_in_code_page(request: Request) -> Response:
         title="Two-step sign-in",
         main_class="narrow",
         csrf=loaded[0].csrf_token,
-        action=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+        action=_here(request),
         error=None,
     )
 
@@ -75,8 +80,7 @@ async def sign_in_code(request: Request) -> Response:
                 title="Two-step sign-in",
                 main_class="narrow",
                 csrf=row.csrf_token,
-                action=str(request.url.path)
-                + (f"?{request.url.query}" if request.url.query else ""),
+                action=_here(request),
                 error=people.WRONG_CODE,
             )
         row.needs_second_factor = False

@@ -19,7 +19,7 @@ from mailroom.forms import render, submission
 from mailroom.forms.service import Field
 from mailroom.models import Form
 from mailroom.pages.i18n import words
-from mailroom.pages.render import HEADERS, PAGE_CSP, not_found_page, page
+from mailroom.pages.render import HEADERS, PAGE_CSP, confirmation_page, not_found_page, page
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
@@ -194,26 +194,12 @@ async def form_confirm_page(token: str, request: Request) -> HTMLResponse:
     shown = await submission.look(db, pending) if pending else None
     if pending is None or shown is None:
         return not_found_page(request)
-    values = _confirm_values(shown)
-    if shown.confirmed:
-        return page(shown.language, "confirmed_title", "confirmed", values)
-    if pending.expired:
-        return page(
-            shown.language,
-            "expired_title",
-            "expired",
-            values,
-            action=f"/f/confirm/{token}",
-            button_key="resend_button",
-        )
-    # A button, not the GET itself: mail scanners open links and must not confirm.
-    return page(
+    return confirmation_page(
         shown.language,
-        "confirm_title",
-        "confirm_question",
-        values,
-        action=f"/f/confirm/{token}",
-        button_key="confirm_button",
+        _confirm_values(shown),
+        f"/f/confirm/{token}",
+        confirmed=shown.confirmed,
+        expired=pending.expired,
     )
 
 

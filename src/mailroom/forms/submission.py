@@ -174,18 +174,28 @@ class Public:
     double_opt_in: bool  # in effect: the form's, the plan's or one of its lists'
 
 
-async def load_public(db: Database, settings: Settings, form_id: str) -> Public | None:
+async def _form(session: Any, settings: Settings, form_id: str) -> tuple[Form, Context] | None:
+    """The form an id names (any workspace's: the id is the public address) and a context of
+    its workspace, or None."""
     if not form_id or len(form_id) > 36:
         return None
+    form = await session.scalar(select(Form).where(Form.id == form_id))
+    if form is None:
+        return None
+    principal = await accounts.principal_for_workspace(session, form.workspace_id)
+    return form, Context(session, principal, settings)
+
+
+async def _public(ctx: Context, form: Form) -> tuple[Public, list[MailingList]]:
+    lists = await _lists(ctx, form.list_ids)
+    fields = forms.shown_fields(form, await custom_fields.registry(ctx))
+    return Public(form, fields, _double(ctx, form, lists)), lists
+
+
+async def load_public(db: Database, settings: Settings, form_id: str) -> Public | None:
     async with db.session(write=False) as session:
-        form = await session.scalar(select(Form).where(Form.id == form_id))
-        if form is None:
-            return None
-        principal = await accounts.principal_for_workspace(session, form.workspace_id)
-        ctx = Context(session, principal, settings)
-        registry = await custom_fields.registry(ctx)
-        lists = await _lists(ctx, form.list_ids)
-        return Public(form, forms.shown_fields(form, registry), _double(ctx, form, lists))
+        found = await _form(session, settings, form_id)
+        return (await _public(found[1], found[0]))[0] if found else None
 
 
 def _double(ctx: Context, form: Form, lists: list[MailingList]) -> bool:
@@ -204,14 +214,11 @@ class Handled:
     accepted: Accepted | None = None
 
 
-async def form_context(db_session: Any, settings: Settings, form_id: str) -> tuple[Form, Context]:
-    form: Form | None = None
-    if form_id and len(form_id) <= 36:
-        form = await db_session.scalar(select(Form).where(Form.id == form_id))
-    if form is None:
+async def form_context(session: Any, settings: Settings, form_id: str) -> tuple[Form, Context]:
+    found = await _form(session, settings, form_id)
+    if found is None:
         raise ApiError(404, FORM_NOT_FOUND)
-    principal = await accounts.principal_for_workspace(db_session, form.workspace_id)
-    return form, Context(db_session, principal, settings)
+    return found
 
 
 async def handle(
@@ -226,20 +233,12 @@ async def handle(
     """A submission, in one transaction: the per-IP count (kept even when the answers are
     refused, so that guessing costs attempts), the answers checked, then `submit`.
     `choose_language(languages)` picks the page's language among the form's."""
-    if not form_id or len(form_id) > 36:
-        return Handled(None)
     async with db.transaction() as session:
-        form = await session.scalar(select(Form).where(Form.id == form_id))
-        if form is None:
+        found = await _form(session, settings, form_id)
+        if found is None:
             return Handled(None)
-        principal = await accounts.principal_for_workspace(session, form.workspace_id)
-        ctx = Context(session, principal, settings)
-        lists = await _lists(ctx, form.list_ids)
-        public = Public(
-            form,
-            forms.shown_fields(form, await custom_fields.registry(ctx)),
-            _double(ctx, form, lists),
-        )
+        form, ctx = found
+        public, lists = await _public(ctx, form)
         language = choose_language(form.languages)
         decision = await ratelimits.hit(
             session,

@@ -12,7 +12,7 @@ from mailroom.core.errors import ApiError
 from mailroom.lists import confirmation
 from mailroom.pages import preferences, service
 from mailroom.pages.i18n import LANGUAGES, words
-from mailroom.pages.render import HEADERS, PAGES, not_found_page, page
+from mailroom.pages.render import HEADERS, PAGES, confirmation_page, not_found_page, page
 from mailroom.pages.webview import webview
 from mailroom.web.deps import get_db, get_settings_dep
 
@@ -66,24 +66,12 @@ async def confirm_page(token: str, request: Request) -> HTMLResponse:
     if pending is None or found is None:
         return not_found_page(request)
     values = {"email": found.email, "list": found.list_name, "workspace": found.workspace_name}
-    if found.status == "confirmed":
-        return page(found.language, "confirmed_title", "confirmed", values)
-    if pending.expired:
-        return page(
-            found.language,
-            "expired_title",
-            "expired",
-            values,
-            action=f"/confirm/{token}",
-            button_key="resend_button",
-        )
-    return page(
+    return confirmation_page(
         found.language,
-        "confirm_title",
-        "confirm_question",
         values,
-        action=f"/confirm/{token}",
-        button_key="confirm_button",
+        f"/confirm/{token}",
+        confirmed=found.status == "confirmed",
+        expired=pending.expired,
     )
 
 

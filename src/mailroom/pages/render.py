@@ -52,3 +52,25 @@ def page(
 def not_found_page(request: Request) -> HTMLResponse:
     lang = request.headers.get("accept-language", "en")[:2]
     return page(lang, "not_found_title", "not_found", status=404)
+
+
+def confirmation_page(
+    lang: str | None, values: dict[str, str], action: str, *, confirmed: bool, expired: bool
+) -> HTMLResponse:
+    """What a double opt-in link shows (lists and signup forms alike): done, an offer of a new
+    email when it expired, or the question with a button (mail scanners open links, so the
+    GET itself never confirms)."""
+    if confirmed:
+        return page(lang, "confirmed_title", "confirmed", values)
+    if expired:
+        return page(
+            lang, "expired_title", "expired", values, action=action, button_key="resend_button"
+        )
+    return page(
+        lang,
+        "confirm_title",
+        "confirm_question",
+        values,
+        action=action,
+        button_key="confirm_button",
+    )

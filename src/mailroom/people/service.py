@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core import tokens
@@ -217,15 +217,12 @@ async def invite(
 
 
 async def _admins(session: AsyncSession, workspace_id: str) -> int:
-    return len(
-        (
-            await session.scalars(
-                select(WorkspaceMember.person_id).where(
-                    WorkspaceMember.workspace_id == workspace_id, WorkspaceMember.role == "admin"
-                )
-            )
-        ).all()
+    found = await session.scalar(
+        select(func.count()).where(
+            WorkspaceMember.workspace_id == workspace_id, WorkspaceMember.role == "admin"
+        )
     )
+    return int(found or 0)
 
 
 async def _member(session: AsyncSession, workspace_id: str, person_id: str) -> WorkspaceMember:

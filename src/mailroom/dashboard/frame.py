@@ -110,6 +110,11 @@ async def over_limit(
     return None
 
 
+def when(value: Any) -> str:
+    """A time as every page shows it."""
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else ""
+
+
 def local_path(target: str | None) -> str:
     """Only paths of this site are followed after signing in (no open redirect)."""
     if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
@@ -135,6 +140,11 @@ async def _visitor(session: AsyncSession, request: Request, settings: Settings) 
     return Visitor(person, row, memberships, principal)
 
 
+# Form fields that are checkbox groups: read as lists.
+MULTI_VALUED = frozenset(
+    {"permission", "event", "list_ids", "tag_ids", "form_ids", "campaign_ids", "domain_ids"}
+)
+
 Work = Callable[[Visitor, Context, dict[str, Any]], Awaitable[Response]]
 
 
@@ -145,7 +155,7 @@ async def as_visitor(request: Request, work: Work, *, admin: bool = False) -> Re
     form: dict[str, Any] = {}
     if request.method == "POST":
         raw = await request.form()
-        form = {key: raw.getlist(key) if key == "permission" else raw.get(key) for key in raw}
+        form = {key: raw.getlist(key) if key in MULTI_VALUED else raw.get(key) for key in raw}
     async with db.transaction() as session:
         visitor = await _visitor(session, request, settings)
         if visitor is None:
@@ -173,9 +183,18 @@ async def as_visitor(request: Request, work: Work, *, admin: bool = False) -> Re
         try:
             return await work(visitor, Context(session, visitor.principal, settings), form)
         except ApiError as problem:
+            await undo(session, visitor)
             return render.message(
                 "That did not work", problem.message, problem.status, visitor=visitor, back="/app"
             )
+
+
+async def undo(session: AsyncSession, visitor: Visitor) -> None:
+    """Roll back what the page wrote before a refusal (bad input changes nothing), then read
+    the visitor's rows again for the answer (a rollback expires them)."""
+    await session.rollback()
+    await session.refresh(visitor.person)
+    await session.refresh(visitor.row)
 
 
 def audit_write(

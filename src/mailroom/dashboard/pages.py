@@ -30,6 +30,7 @@ from mailroom.dashboard.frame import (
     pre_session_ok,
     pre_session_token,
     set_session_cookie,
+    when,
     with_pre_session_cookie,
 )
 from mailroom.models import ApiKey
@@ -59,7 +60,7 @@ async def static_file(name: str) -> Response:
     path = render.static_file(name)
     if path is None:
         return Response(status_code=404)
-    kind = "text/css" if path.suffix == ".css" else "text/javascript"
+    kind = {".css": "text/css", ".js": "text/javascript"}.get(path.suffix, "text/plain")
     return FileResponse(
         path,
         media_type=kind,
@@ -271,10 +272,6 @@ async def switch_workspace(request: Request) -> Response:
 # ---------------------------------------------------------------- API keys
 
 
-def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M UTC") if value else ""
-
-
 async def _keys_page(
     visitor: Visitor, ctx: Context, *, created: dict[str, str] | None = None, status: int = 200
 ) -> Response:
@@ -290,9 +287,9 @@ async def _keys_page(
             "lookup": k.lookup,
             "permissions": list(k.permissions or []),
             "all": set(k.permissions or []) >= set(PERMISSIONS),
-            "created": _when(k.created_at),
-            "last_used": _when(k.last_used_at),
-            "revoked": _when(k.revoked_at),
+            "created": when(k.created_at),
+            "last_used": when(k.last_used_at),
+            "revoked": when(k.revoked_at),
         }
         for k in rows.all()
     ]

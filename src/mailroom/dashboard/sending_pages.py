@@ -12,7 +12,7 @@ from fastapi.responses import RedirectResponse, Response
 from mailroom.core.context import Context
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, when
 from mailroom.domains import service as domains
 from mailroom.people import sessions
 from mailroom.sending import service as sending
@@ -30,7 +30,7 @@ async def _sending_page(visitor: Visitor, ctx: Context, status: int = 200) -> Re
         section="sending",
         visitor=visitor,
         state=state,
-        paused_at=state["paused_at"].strftime("%Y-%m-%d %H:%M UTC") if state["paused_at"] else "",
+        paused_at=when(state["paused_at"]),
         bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
         complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
         domains=[domains.as_dict(ctx, d) for d in rows],

@@ -41,17 +41,17 @@ async def test_a_high_bounce_rate_pauses_until_the_operator_resumes(
         "bounce_rate",
     )
     assert sending["messages_in_window"] == 23
-    assert sending["bounce_rate"] == round(3 / 23, 4) and sending["complaint_rate"] == 0.0
+    assert sending["bounce_rate"] == round(3 / 23, 6) and sending["complaint_rate"] == 0.0
     account = (await ok(await client.get("/api/v1/account", headers=ws.headers)))["sending"]
     assert (account["paused"], account["reason"], account["bounce_rate"]) == (
         True,
         "bounce_rate",
-        round(3 / 23, 4),
+        round(3 / 23, 6),
     )
     [paused] = await events_of(db, ws.workspace_id, "workspace.paused")
     assert paused.data["reason"] == "bounce_rate" and paused.data["paused_by"] == "health"
     assert paused.data["workspace"]["id"] == ws.workspace_id
-    assert paused.data["bounce_rate"] == round(3 / 23, 4) and paused.data["paused_at"]
+    assert paused.data["bounce_rate"] == round(3 / 23, 6) and paused.data["paused_at"]
 
     refused = await client.post("/api/v1/sending/resume", headers=ws.headers)
     assert refused.status_code == 403

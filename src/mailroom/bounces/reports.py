@@ -20,7 +20,9 @@ KINDS = ("hard", "soft", "delivered", "complaint", "ignored")
 _STATUS = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
 _SMTP_CODE = re.compile(r"\b([245])\d\d\b")
 _ADDRESS = re.compile(r"[A-Za-z0-9._%+'=-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-_MESSAGE_ID = re.compile(r"^message-id:\s*(<[^>\r\n]+>)", re.IGNORECASE | re.MULTILINE)
+_MESSAGE_ID = re.compile(
+    r"^(?:original-)?message-id:\s*(<[^>\r\n]+>)", re.IGNORECASE | re.MULTILINE
+)
 _FAILURE_WORDS = re.compile(
     r"delivery (status notification|has failed|failed)|undeliver|could not be delivered|"
     r"returned mail|mail delivery (failed|system)|failure notice|non.?delivery",
@@ -186,6 +188,15 @@ def _original_message_id(message: Message) -> str | None:
             payload = part.get_payload(decode=True)
             text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
             found = _MESSAGE_ID.search(text)
+            if found:
+                return found.group(1)
+    # Some reports name it only as `Original-Message-ID`, in their own headers or in the
+    # machine-readable part.
+    if message.get("Original-Message-ID"):
+        return str(message["Original-Message-ID"]).strip()
+    for part in message.walk():
+        if part.get_content_type() in ("message/delivery-status", "message/feedback-report"):
+            found = _MESSAGE_ID.search(part.as_string())
             if found:
                 return found.group(1)
     found = _MESSAGE_ID.search(_plain_text(message))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import case, func, insert, or_, select, update
 from sqlalchemy.orm import aliased
 
 from mailroom.accounts import service as accounts
@@ -44,15 +44,16 @@ Delivered = aliased(DeliveryReport)
 class Target:
     kind: str  # bounce | generic | unsubscribe
     row_id: str | None = None
+    domain: str = ""  # of the generic address: must be the return path of the message named
 
 
 def target_of(settings: Settings, address: str) -> Target | None:
     """What an inbound recipient address names, or None (unknown, or a forged token)."""
-    local = address.strip().strip("<>").rpartition("@")[0].lower()
-    prefix, plus, token = local.partition("+")
+    local, _, domain = address.strip().strip("<>").rpartition("@")
+    prefix, plus, token = local.lower().partition("+")
     secret = settings.resolved_secret_key
     if prefix == "bounces" and not plus:
-        return Target("generic")
+        return Target("generic", domain=domain.lower().rstrip("."))
     if prefix == "bounces":
         row_id = tokens.read_short(secret, BOUNCE, token)
         return Target("bounce", row_id) if row_id else None
@@ -71,13 +72,28 @@ class Inbound:
 
 
 def addressed(settings: Settings, recipients: list[str]) -> Target | None:
-    """The first recipient whose token verifies, or None."""
-    for recipient in recipients:
-        target = target_of(settings, recipient)
-        if target is not None:
-            return target
+    """The recipient whose token verifies (a token one is preferred to the generic address),
+    or None. A mail with any token that fails verification is dropped whole: a forged report
+    must not reach the Message-ID fallback by also naming the generic address."""
+    targets = [target_of(settings, r) for r in recipients]
+    tokened = [t for r, t in zip(recipients, targets, strict=True) if "+" in r.rpartition("@")[0]]
+    if targets and None not in tokened:
+        chosen = sorted((t for t in targets if t), key=lambda t: t.kind == "generic")
+        if chosen:
+            return chosen[0]
     log.warning("dropped a report to %s: no verifiable token", ", ".join(recipients)[:200])
     return None
+
+
+def generic_matches(settings: Settings, domain: str, message_id: str) -> bool:
+    """Whether `bounces@<domain>` is where the message named came back to: the bounce host,
+    or the sending domain (or its return-path subdomain) the Message-ID carries."""
+    sent_from = message_id.rpartition("@")[2].lower()
+    return domain in {
+        (settings.return_path_domain or "").lower(),
+        sent_from,
+        f"{settings.return_path_subdomain}.{sent_from}".lower(),
+    } - {""}
 
 
 async def handle(db: Database, settings: Settings, recipients: list[str], data: bytes) -> str:
@@ -113,6 +129,13 @@ async def act(db: Database, settings: Settings, mails: list[Inbound]) -> list[st
             row = rows.get(_key(mail))
             if row is None:
                 log.warning("dropped a %s report: its message is unknown", mail.report.kind)
+                continue
+            if mail.target.kind == "generic" and not generic_matches(
+                settings, mail.target.domain, row.message_id or ""
+            ):
+                log.warning(
+                    "dropped a report to bounces@%s: not its return path", mail.target.domain
+                )
                 continue
             by_mail[i] = _Acted(row, _outcome_for(mail.report, row.email))
         acted = list(by_mail.values())
@@ -285,7 +308,8 @@ async def _set_first(
     the rows set now."""
     values: dict[str, Any] = {column.key: now, "updated_at": now}
     if status:
-        values["status"] = status
+        # A bounce reported after a complaint leaves the message `complained`.
+        values["status"] = case((SendLog.status == "complained", "complained"), else_=status)
     first: set[str] = set()
     for part in chunks(session, sorted(set(ids))):
         done = await session.execute(

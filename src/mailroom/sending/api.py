@@ -89,7 +89,8 @@ async def send_message(
     "/send/{id}",
     response_model=MessageEnvelope,
     summary="Get a transactional message",
-    description="Its status as it moves: queued, sent, failed, bounced.",
+    description="Its status as it moves: queued, sent, delivered, failed, skipped, bounced, "
+    "complained (delivery reports and complaints that come back move it on).",
     responses=errors(404, e404="Message not found"),
 )
 async def get_message(

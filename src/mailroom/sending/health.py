@@ -23,7 +23,8 @@ WARN_EVERY = timedelta(days=1)
 
 
 async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
-    """`{bounce_rate, complaint_rate, messages_in_window}` (rates 0 to 1, 4 decimals)."""
+    """`{bounce_rate, complaint_rate, messages_in_window}`, rates from 0 to 1 (unrounded:
+    the thresholds are judged on them, and pages round for show)."""
     since = utcnow() - timedelta(days=WINDOW_DAYS)
     if row.resumed_at is not None and row.resumed_at > since:
         since = row.resumed_at
@@ -46,10 +47,15 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     ).one()
     total = int(total or 0)
     return {
-        "bounce_rate": round(int(bounced or 0) / total, 4) if total else 0.0,
-        "complaint_rate": round(int(complained or 0) / total, 4) if total else 0.0,
+        "bounce_rate": int(bounced or 0) / total if total else 0.0,
+        "complaint_rate": int(complained or 0) / total if total else 0.0,
         "messages_in_window": total,
     }
+
+
+def shown(found: dict[str, Any]) -> dict[str, Any]:
+    """The rates as the API and events show them (6 decimals)."""
+    return {k: round(v, 6) if isinstance(v, float) else v for k, v in found.items()}
 
 
 async def check(ctx: Context) -> None:
@@ -65,10 +71,10 @@ async def check(ctx: Context) -> None:
         return
     bounce, complaint = found["bounce_rate"], found["complaint_rate"]
     if complaint > settings.health_pause_complaint_rate:
-        await sending.pause(ctx, by="health", reason="complaint_rate", rates=found)
+        await sending.pause(ctx, by="health", reason="complaint_rate", rates=shown(found))
         return
     if bounce > settings.health_pause_bounce_rate:
-        await sending.pause(ctx, by="health", reason="bounce_rate", rates=found)
+        await sending.pause(ctx, by="health", reason="bounce_rate", rates=shown(found))
         return
     warn = (
         bounce > settings.health_warn_bounce_rate or complaint > settings.health_warn_complaint_rate
@@ -86,7 +92,7 @@ async def check(ctx: Context) -> None:
             "reason": "complaint_rate"
             if complaint > settings.health_warn_complaint_rate
             else "bounce_rate",
-            **found,
+            **shown(found),
             "at": events.iso(now),
         },
     )

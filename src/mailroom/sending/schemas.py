@@ -100,13 +100,19 @@ class SendRequest(BaseModel):
 
 class MessageOut(BaseModel):
     id: str
-    status: str = Field(description="queued, sent, failed, skipped or bounced.")
+    status: str = Field(
+        description="queued, sent (the relay took it), delivered (a success report came back), "
+        "failed, skipped, bounced or complained."
+    )
     to: str
     contact_id: str | None
     message_id: str | None
     error: str | None
     created_at: datetime
     sent_at: datetime | None
+    delivered_at: datetime | None = None
+    bounced_at: datetime | None = None
+    complained_at: datetime | None = None
 
 
 class MessageEnvelope(BaseModel):

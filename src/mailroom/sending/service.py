@@ -51,7 +51,7 @@ async def state(ctx: Context) -> dict[str, Any]:
         "reason": row.pause_reason if row.paused else None,
         "paused_by": row.paused_by if row.paused else None,
         "paused_at": row.paused_at if row.paused else None,
-        **await health.rates(ctx, row),
+        **health.shown(await health.rates(ctx, row)),
     }
 
 
@@ -69,7 +69,8 @@ def paused_error(row: SendingSettings) -> ApiError:
         return ApiError(
             403,
             f"Sending is paused for this account: the {what} rate of recent messages is too "
-            "high. Clean the audience, then resume with POST /api/v1/sending/resume.",
+            "high. Clean the audience, then ask the operator of this service to resume it "
+            "(an API key cannot).",
         )
     return ApiError(
         403,
@@ -98,7 +99,7 @@ async def describe(ctx: Context, row: SendingSettings | None = None) -> dict[str
         "note": row.pause_note if row.paused else None,
         "paused_at": row.paused_at if row.paused else None,
         "paused_by": row.paused_by if row.paused else None,
-        **await health.rates(ctx, row),
+        **health.shown(await health.rates(ctx, row)),
         "hourly_ceiling": plan.hourly_send_ceiling,
         "sent_this_hour": await limits.sent_this_hour(ctx.session, account, now),
         "monthly_allowance": plan.emails_per_month,
@@ -229,7 +230,7 @@ async def _event(
     if resumed_by:
         data["resumed_by"] = resumed_by
     else:
-        rates = rates if rates is not None else await health.rates(ctx, row)
+        rates = rates if rates is not None else health.shown(await health.rates(ctx, row))
         data.update(
             paused_by=row.paused_by,
             reason=row.pause_reason,

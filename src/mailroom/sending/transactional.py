@@ -229,11 +229,24 @@ async def get_message(ctx: Context, message_id: Any) -> SendLog:
 def as_dict(row: SendLog) -> dict[str, Any]:
     return {
         "id": row.id,
-        "status": "queued" if row.status == "pending" else row.status,
+        "status": status_of(row),
         "to": row.email,
         "contact_id": row.contact_id,
         "message_id": f"<{row.message_id}>" if row.message_id else None,
         "error": row.error if row.status != "pending" or row.attempts else None,
         "created_at": row.created_at,
         "sent_at": row.sent_at,
+        "delivered_at": row.delivered_at,
+        "bounced_at": row.bounced_at,
+        "complained_at": row.complained_at,
     }
+
+
+def status_of(row: SendLog) -> str:
+    """Where the message is: queued, sent, delivered (a success report came back), failed,
+    skipped, bounced or complained (reports that come back move it on)."""
+    if row.status == "pending":
+        return "queued"
+    if row.status == "sent" and row.delivered_at is not None:
+        return "delivered"
+    return row.status

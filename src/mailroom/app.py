@@ -23,6 +23,7 @@ from mailroom.dashboard.people_pages import router as dashboard_people_router
 from mailroom.dashboard.security_pages import router as dashboard_security_router
 from mailroom.dashboard.sending_pages import router as dashboard_sending_router
 from mailroom.dashboard.settings_pages import router as dashboard_settings_router
+from mailroom.dashboard.suppression_pages import router as dashboard_suppressions_router
 from mailroom.dashboard.webhook_pages import router as dashboard_webhooks_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
@@ -88,6 +89,7 @@ ROUTERS = [
     dashboard_settings_router,
     dashboard_sending_router,
     dashboard_webhooks_router,
+    dashboard_suppressions_router,
 ]
 
 

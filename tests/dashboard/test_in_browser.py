@@ -15,86 +15,11 @@ from sqlalchemy import select
 from mailroom.models import Person
 from mailroom.people import service as people
 from tests.browser import look
+from tests.dashboard.browsing import FOCUSED, checked, choose_password, flashes, sign_in, submit
 from tests.dashboard.helpers import PASSWORD, make_person
 
 ADA = "ada@shop.example"
 MO = "mo@shop.example"
-# Who has focus: a control's id, else its name, else its tag and text.
-FOCUSED = """(e => e.id || e.name || `${e.tagName.toLowerCase()}:${e.textContent.trim()}`)(
-    document.activeElement)"""
-# Controls a person cannot tell apart: no <label>, aria-label or text of their own.
-UNLABELLED = """() => [...document.querySelectorAll(
-    'input:not([type=hidden]), select, textarea, button')].filter(e =>
-    !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
-    && !e.getAttribute('aria-labelledby') && !(e.tagName === 'BUTTON' && e.textContent.trim())
-).map(e => e.outerHTML)"""
-# Visible text under WCAG's contrast minimum (4.5:1, 3:1 for large text), against the first
-# opaque background of it or an ancestor.
-LOW_CONTRAST = """() => {
-  const parse = c => {
-    const p = (c.match(/rgba?\\(([^)]+)\\)/) || [, ''])[1].split(/[ ,\\/]+/).filter(Boolean);
-    return p.length < 3 ? null : {r: +p[0], g: +p[1], b: +p[2], a: p.length > 3 ? +p[3] : 1};
-  };
-  const lum = c => ['r', 'g', 'b'].map(k => c[k] / 255)
-    .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
-    .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
-  const background = el => {
-    for (let e = el; e; e = e.parentElement) {
-      const c = parse(getComputedStyle(e).backgroundColor);
-      if (c && c.a > 0) return c;
-    }
-    return {r: 255, g: 255, b: 255, a: 1};
-  };
-  const found = [], seen = new Set();
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const text = walker.currentNode.textContent.trim(), el = walker.currentNode.parentElement;
-    if (!text || seen.has(el)) continue;
-    seen.add(el);
-    const box = el.getBoundingClientRect(), style = getComputedStyle(el);
-    if (!box.width || !box.height || box.right < 0 || style.visibility === 'hidden') continue;
-    const a = lum(parse(style.color)), b = lum(background(el));
-    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-    const size = parseFloat(style.fontSize), bold = parseInt(style.fontWeight) >= 700;
-    if (ratio < (size >= 24 || (bold && size >= 18.66) ? 3 : 4.5)) {
-      found.push(`${el.tagName.toLowerCase()} "${text.slice(0, 40)}" ${ratio.toFixed(2)}:1`);
-    }
-  }
-  return found;
-}"""
-
-
-async def _checked(page, name: str) -> None:
-    """Photographed at both widths; labelled, readable, no error in the browser."""
-    await look(page, "dashboard", name)
-    assert await page.evaluate(UNLABELLED) == [], name
-    assert await page.evaluate(LOW_CONTRAST) == [], name
-    assert page.errors == [], name
-
-
-async def _submit(page, button: str):
-    """Clicks the button and waits for the page it leads to; its response."""
-    async with page.expect_navigation() as navigation:
-        await page.get_by_role("button", name=button, exact=True).click()
-    return await navigation.value
-
-
-async def _flashes(page) -> list[str]:
-    return [t.strip() for t in await page.locator("p.flash").all_inner_texts()]
-
-
-async def _choose_password(page, live_server: str, link: str) -> None:
-    answer = await page.goto(live_server + link)
-    assert answer.status == 200
-    await page.get_by_label("New password").fill(PASSWORD)
-    answer = await _submit(page, "Save and sign in")
-    assert (answer.status, answer.url) == (200, f"{live_server}/app")
-
-
-async def _sign_in(page, email: str, password: str):
-    await page.get_by_label("Email").fill(email)
-    await page.get_by_label("Password").fill(password)
-    return await _submit(page, "Sign in")
 
 
 async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
@@ -118,7 +43,7 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
     help_id = (await field.get_attribute("aria-describedby")).split()[0]
     help_text = await page.locator(f"#{help_id}").inner_text()
     assert help_text == "At least 10 characters, not a common password, and not your email address."
-    await _checked(page, "set-password")
+    await checked(page, "set-password")
 
     # Too short: the browser stops it first and says why...
     await field.fill("short")
@@ -128,18 +53,18 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
     assert "10 characters" in await field.evaluate("e => e.validationMessage")
     # ...and the server does too, next to the field, when the browser's check is not there.
     await field.evaluate("e => e.removeAttribute('minlength')")
-    answer = await _submit(page, "Save and sign in")
+    answer = await submit(page, "Save and sign in")
     assert answer.status == 400
     alert = page.get_by_role("alert")
     assert await alert.inner_text() == "Use at least 10 characters."
     described = (await field.get_attribute("aria-describedby")).split()
     assert await alert.get_attribute("id") in described
     assert await field.input_value() == ""  # a refused password is not sent back
-    await _checked(page, "set-password-error")
+    await checked(page, "set-password-error")
 
     # A good one: signed in, on the overview of the first workspace.
     await field.fill(PASSWORD)
-    answer = await _submit(page, "Save and sign in")
+    answer = await submit(page, "Save and sign in")
     assert (answer.status, answer.url) == (200, f"{live_server}/app")
     assert await page.title() == "Overview · Mailroom"
     assert await page.get_by_role("status").inner_text() == (
@@ -155,17 +80,17 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
         f"Workspace {ws.workspace_id[:8]}",
         "Second shop",
     ]
-    await _checked(page, "overview")
+    await checked(page, "overview")
 
     # The switcher: to the account's second workspace.
     await switcher.select_option(label="Second shop")
-    answer = await _submit(page, "Switch")
+    answer = await submit(page, "Switch")
     assert answer.url == f"{live_server}/app"
     assert await page.get_by_role("status").inner_text() == "You are now in Second shop."
     assert await page.inner_text("h1") == "Second shop"
     assert await switcher.evaluate("e => e.selectedOptions[0].text") == "Second shop"
     await page.reload()  # a flash is shown once; the workspace stays
-    assert await _flashes(page) == []
+    assert await flashes(page) == []
     assert await page.inner_text("h1") == "Second shop"
     assert page.errors == []
 
@@ -183,11 +108,11 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
     assert f"mr_live_{second.api_key.split('_')[2]}_…" in await rows.inner_text()
     assert ws.api_key.split("_")[2] not in await page.inner_text("main")
     assert await page.get_by_label("Full access").is_checked()  # the preset by default
-    await _checked(page, "api-keys")
+    await checked(page, "api-keys")
 
     await page.get_by_label("Name").fill("Shop sync")
     await page.get_by_label("Read-only").check()
-    answer = await _submit(page, "Create key")
+    answer = await submit(page, "Create key")
     assert answer.status == 201
     created = page.get_by_role("status")
     assert await created.get_by_role("heading").inner_text() == "Key “Shop sync” created"
@@ -201,7 +126,7 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
     badges = await row.locator(".badge").all_inner_texts()
     assert badges and all(b.endswith(":read") for b in badges)
     assert secret not in await page.locator("table").inner_text()
-    await _checked(page, "api-key-created")
+    await checked(page, "api-key-created")
 
     # Copy key: the key is on the clipboard and the button says so.
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
@@ -233,8 +158,8 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
             "/settings/api-keys"
         )
         assert (await api.get("/api/v1/contacts", headers=headers)).status_code == 200
-        await _checked(page, "revoke-confirm")
-        answer = await _submit(page, "Revoke key")
+        await checked(page, "revoke-confirm")
+        answer = await submit(page, "Revoke key")
         assert answer.url == f"{live_server}/settings/api-keys"
         assert await page.get_by_role("status").inner_text() == "Key “Shop sync” is revoked."
         assert (await api.get("/api/v1/contacts", headers=headers)).status_code == 401
@@ -245,31 +170,31 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
     assert page.errors == []
 
     # Sign out, then in again: a wrong password first.
-    answer = await _submit(page, "Sign out")
+    answer = await submit(page, "Sign out")
     assert answer.url == f"{live_server}/app/sign-in?signed_out=1"
     assert await page.get_by_role("status").inner_text() == "You are signed out."
     assert await page.locator("header.top").count() == 0
-    await _checked(page, "signed-out")
+    await checked(page, "signed-out")
     answer = await page.goto(f"{live_server}/app")
     assert answer.url == f"{live_server}/app/sign-in?next=/app"
 
-    answer = await _sign_in(page, ADA, "not my password")
+    answer = await sign_in(page, ADA, "not my password")
     assert answer.status == 400
     assert await page.get_by_role("alert").inner_text() == (
         "That email and password do not match an account."
     )
     assert await page.get_by_label("Email").input_value() == ADA  # kept
     assert await page.get_by_label("Password").input_value() == ""
-    await _checked(page, "sign-in-error")
+    await checked(page, "sign-in-error")
 
-    answer = await _sign_in(page, ADA, PASSWORD)
+    answer = await sign_in(page, ADA, PASSWORD)
     assert (answer.status, answer.url) == (200, f"{live_server}/app")
     assert f"Signed in as {ADA}" in await page.inner_text("main")
     assert page.errors == []
 
 
 async def test_a_member_gets_the_admins_only_page(live_server, page, db, settings, ws):
-    await _choose_password(page, live_server, await make_person(db, settings, ws, MO, "member"))
+    await choose_password(page, live_server, await make_person(db, settings, ws, MO, "member"))
     assert f"Signed in as {MO}, member of this workspace." in await page.inner_text("main")
     nav = page.get_by_role("navigation", name="Main")
     assert await nav.get_by_role("link", name="API keys").count() == 0
@@ -281,7 +206,7 @@ async def test_a_member_gets_the_admins_only_page(live_server, page, db, setting
     assert await page.inner_text("h1") == "Admins only"
     assert "Only workspace admins can open this page." in await page.inner_text("main")
     assert ws.api_key.split("_")[2] not in await page.content()
-    await _checked(page, "forbidden")
+    await checked(page, "forbidden")
     async with page.expect_navigation():
         await page.get_by_role("link", name="Back to the overview").click()
     assert page.url == f"{live_server}/app"
@@ -293,7 +218,7 @@ async def test_the_keyboard_on_the_sign_in_page_and_the_overview(
 ):
     link = await make_person(db, settings, ws, ADA)
     await page.goto(f"{live_server}/app/sign-in")
-    await _checked(page, "sign-in")
+    await checked(page, "sign-in")
     # The email field has focus on arrival; Tab goes on to the password, then the button.
     assert await page.evaluate(FOCUSED) == "email"
     order = []
@@ -312,7 +237,7 @@ async def test_the_keyboard_on_the_sign_in_page_and_the_overview(
     assert (await navigation.value).status == 400
     assert page.errors == []
 
-    await _choose_password(page, live_server, link)
+    await choose_password(page, live_server, link)
     # The first Tab stop is "Skip to content", shown when it has focus; it leads past the
     # header to the page's own content.
     skip = page.get_by_role("link", name="Skip to content")
@@ -331,10 +256,10 @@ async def test_the_keyboard_on_the_sign_in_page_and_the_overview(
 
 
 async def test_signing_in_leads_back_to_the_page_asked_for(live_server, page, db, settings, ws):
-    await _choose_password(page, live_server, await make_person(db, settings, ws, ADA))
-    await _submit(page, "Sign out")
+    await choose_password(page, live_server, await make_person(db, settings, ws, ADA))
+    await submit(page, "Sign out")
     answer = await page.goto(f"{live_server}/settings/api-keys")
     assert answer.url == f"{live_server}/app/sign-in?next=/settings/api-keys"
-    answer = await _sign_in(page, ADA, PASSWORD)
+    answer = await sign_in(page, ADA, PASSWORD)
     assert page.errors == []
     assert answer.url == f"{live_server}/settings/api-keys"

@@ -20,6 +20,8 @@ from mailroom.models import SendingSettings, SendLog
 WINDOW_DAYS = 7
 WINDOW_MESSAGES = 2000
 WARN_EVERY = timedelta(days=1)
+# The workspace's own mail; test sends and the operator's system mail are not judged.
+COUNTED = ("campaign", "transactional", "automation")
 
 
 async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
@@ -33,7 +35,12 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     at = func.coalesce(SendLog.sent_at, SendLog.bounced_at)
     recent = (
         select(SendLog.bounced_at, SendLog.complained_at)
-        .where(SendLog.workspace_id == ctx.workspace_id, at.is_not(None), at >= since)
+        .where(
+            SendLog.workspace_id == ctx.workspace_id,
+            SendLog.kind.in_(COUNTED),
+            at.is_not(None),
+            at >= since,
+        )
         .order_by(at.desc())
         .limit(WINDOW_MESSAGES)
         .subquery()

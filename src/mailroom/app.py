@@ -63,6 +63,10 @@ ROUTERS = [
     # First: the open pixel and click redirect are the hottest paths (route matching walks
     # this list in order).
     tracking_router,
+    # Then the other public pages that take traffic from the internet (forms, subscriber
+    # pages): matching walks every route before them (~10 % of a form submission's CPU).
+    form_pages_router,
+    pages_router,
     system_router,
     account_router,
     audit_router,
@@ -81,8 +85,6 @@ ROUTERS = [
     sending_router,
     media_router,
     media_public_router,
-    pages_router,
-    form_pages_router,
     dashboard_router,
     dashboard_people_router,
     dashboard_security_router,

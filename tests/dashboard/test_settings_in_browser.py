@@ -22,8 +22,9 @@ import pytest
 from sqlalchemy import select
 
 from mailroom.models import SendingDomain
-from tests.dashboard.browsing import checked, choose_password, flashes, submit
-from tests.dashboard.helpers import make_person
+from mailroom.people import totp
+from tests.dashboard.browsing import checked, choose_password, flashes, sign_in, submit
+from tests.dashboard.helpers import PASSWORD, make_person
 from tests.domains.conftest import BOUNCE_HOST, SPF_INCLUDE, domain_settings, zone  # noqa: F401
 from tests.sending.sink import Sink
 from tests.webhooks.helpers import Receiver
@@ -169,6 +170,15 @@ async def test_the_settings_pages_end_to_end(served, browser, page, db, settings
     [message] = receiver.at("ok/slack")
     assert "campaign" in message.body.decode().lower()
     await checked(page, "webhook-tested")
+    for link, name in (
+        ("Rotate the signing secret…", "webhook-rotate"),
+        ("Delete this endpoint…", "webhook-delete"),
+    ):
+        async with page.expect_navigation():
+            await page.get_by_role("link", name=link).click()
+        await checked(page, name)
+        async with page.expect_navigation():
+            await page.get_by_role("link", name="Cancel").click()
 
     # Sending: a domain checked before and after its records are published; pause, resume.
     await _go(page, base, "Sending")
@@ -216,6 +226,35 @@ async def test_the_settings_pages_end_to_end(served, browser, page, db, settings
         assert operation in text
     assert ADA in text
     await checked(page, "audit-log")
-    for name, path in (("Account", "account"), ("Security", "security")):
-        await _go(page, base, name)
-        await checked(page, path)
+    await _go(page, base, "Account")
+    await checked(page, "account")
+
+    # People: the member who signed up is listed; removing asks first.
+    await _go(page, base, "People")
+    assert MO in await page.inner_text("table")
+    async with page.expect_navigation():
+        await page.get_by_role("link", name=f"Remove {MO}").click()
+    assert await page.inner_text("h1") == f"Remove {MO} from Workspace {ws.workspace_id[:8]}?"
+    await checked(page, "people-remove")
+
+    # Security: two-step sign-in turned on with the app's code; the next sign-in asks for one.
+    await _go(page, base, "Security")
+    await checked(page, "security")
+    await submit(page, "Set up two-step sign-in")
+    await checked(page, "security-setup")
+    key = await page.get_by_label("Set-up key").input_value()
+    await page.get_by_label("The 6-digit code the app shows").fill(totp.code_at(key))
+    await submit(page, "Turn on two-step sign-in")
+    assert "Keep these recovery codes somewhere safe." in await page.inner_text("main")
+    await checked(page, "security-codes")
+    await submit(page, "Sign out")
+    async with page.expect_navigation():
+        await page.get_by_role("link", name="Forgot your password?").click()
+    await checked(page, "forgot")
+    await page.goto(f"{base}/app/sign-in")
+    await sign_in(page, ADA, PASSWORD)
+    assert await page.inner_text("h1") == "Two-step sign-in"
+    await checked(page, "sign-in-code")
+    await page.get_by_label("Code").fill(totp.code_at(key, time.time() + totp.STEP))
+    answer = await submit(page, "Continue")
+    assert answer.url == f"{base}/app"

@@ -144,3 +144,17 @@ async def test_import_a_csv_and_export_the_filtered_list(app, client, db, settin
         )
         assert forged.status_code == 403
         assert (await _check(client, ws, "eve@csv.example"))["suppressed"] is False
+
+
+async def test_the_list_pages_by_fifty_and_keeps_its_filters(app, client, db, settings, ws):
+    await _suppressed(client, ws, "bounced", *[f"p{n:02d}@pages.example" for n in range(60)])
+    await _suppressed(client, ws, "complained", "other@else.example")
+    admin = await signed_in(app, db, settings, ws, "ada@shop.example")
+    async with aclosing(admin):
+        first = await admin.get("/settings/suppressions?reason=bounced&domain=pages")
+        assert "Page 1 of 2" in first.text and "60 shown by these filters" in first.text
+        assert 'href="?reason=bounced&amp;domain=pages&amp;page=2">Older</a>' in first.text
+        second = await admin.get("/settings/suppressions?reason=bounced&domain=pages&page=2")
+        assert "Page 2 of 2" in second.text and ">Older</a>" not in second.text
+        assert second.text.count("@pages.example</code>") == 10
+        assert "else.example" not in second.text

@@ -243,3 +243,20 @@ async def test_members_are_refused_and_foreign_endpoints_are_not_found(
         foreign = await admin.get(f"/settings/webhooks/{theirs.json()['id']}")
         assert foreign.status_code == 404 and "Webhook not found" in foreign.text
         assert receiver.url("ok/theirs") not in foreign.text
+
+
+async def test_only_known_actions_are_asked_about(
+    app,
+    db,
+    hook_settings,  # noqa: F811
+    pro,  # noqa: F811
+    receiver,  # noqa: F811
+):
+    admin = await signed_in(app, db, hook_settings, pro, "ada@shop.example")
+    async with aclosing(admin):
+        token = csrf_of((await admin.get("/settings/webhooks")).text)
+        added = await add(admin, token, url=receiver.url("ok/a"), event=["contact.created"])
+        hook_id = re.search(r'action="/settings/webhooks/([^"/]+)/test"', added.text).group(1)
+        assert (await admin.get(f"/settings/webhooks/{hook_id}/rotate")).status_code == 200
+        unknown = await admin.get(f"/settings/webhooks/{hook_id}/explode")
+        assert unknown.status_code == 404 and "Page not found" in unknown.text

@@ -85,7 +85,7 @@ async def _page(visitor: Visitor, ctx: Context, request: Request, *, status: int
         filters=kept,
         asked=asked,
         checked=checked,
-        query_of=lambda **extra: urlencode({**{k: v for k, v in kept.items() if v}, **extra}),
+        page_url=lambda n: "?" + urlencode({**{k: v for k, v in kept.items() if v}, "page": n}),
         export_query=urlencode({k: v for k, v in kept.items() if v}),
         flashes=sessions.take_flash(visitor.row),
     )

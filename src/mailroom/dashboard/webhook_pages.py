@@ -157,6 +157,7 @@ async def _endpoint_page(
         filter_choices=await _filter_choices(ctx, (draft or shown).get("filters") or {}),
         deliveries=deliveries,
         log_page=page,
+        page_url=lambda n: f"?page={n}",
         log_pages=pages,
         log_total=total,
         test_events=test_events,
@@ -274,17 +275,23 @@ async def test_webhook_page(endpoint_id: str, request: Request) -> Response:
     return await as_visitor(request, work, admin=True)
 
 
-@router.get("/settings/webhooks/{endpoint_id}/rotate")
-async def rotate_webhook_confirm(endpoint_id: str, request: Request) -> Response:
+# The question asked before each of these (GET), answered by the POST of the same path.
+CONFIRMATIONS = {"rotate": "Rotate the secret", "delete": "Delete an endpoint"}
+
+
+@router.get("/settings/webhooks/{endpoint_id}/{action}")
+async def confirm_webhook_action(endpoint_id: str, action: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        if action not in CONFIRMATIONS:
+            raise ApiError(404, "Page not found")
         endpoint = await service.get_endpoint(ctx, endpoint_id)
         return render.page(
             "webhook_confirm.html",
-            title="Rotate the secret",
+            title=CONFIRMATIONS[action],
             section="webhooks",
             visitor=visitor,
             endpoint=_endpoint_view(endpoint),
-            action="rotate",
+            action=action,
         )
 
     return await as_visitor(request, work, admin=True)
@@ -299,22 +306,6 @@ async def rotate_webhook(endpoint_id: str, request: Request) -> Response:
             visitor.row, "ok", "New secret issued; the old one no longer signs. Copy it now."
         )
         return await _endpoint_page(visitor, ctx, endpoint, secret=endpoint.secret)
-
-    return await as_visitor(request, work, admin=True)
-
-
-@router.get("/settings/webhooks/{endpoint_id}/delete")
-async def delete_webhook_confirm(endpoint_id: str, request: Request) -> Response:
-    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        endpoint = await service.get_endpoint(ctx, endpoint_id)
-        return render.page(
-            "webhook_confirm.html",
-            title="Delete an endpoint",
-            section="webhooks",
-            visitor=visitor,
-            endpoint=_endpoint_view(endpoint),
-            action="delete",
-        )
 
     return await as_visitor(request, work, admin=True)
 

@@ -238,21 +238,6 @@ async def sign_out_everywhere(request: Request) -> Response:
 # ---------------------------------------------------------------- the frame
 
 
-@router.get("/app")
-async def overview(request: Request) -> Response:
-    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        return render.page(
-            "overview.html",
-            title="Overview",
-            section="overview",
-            visitor=visitor,
-            workspace_name=visitor.workspace_name,
-            flashes=sessions.take_flash(visitor.row),
-        )
-
-    return await as_visitor(request, work)
-
-
 @router.post("/app/workspace")
 async def switch_workspace(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:

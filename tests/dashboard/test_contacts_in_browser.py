@@ -1,0 +1,67 @@
+"""The overview and the Contacts pages in Chromium: filters and search by keyboard and mouse,
+a contact's page with a flagged custom field corrected, the delete question; screenshots at
+desktop and phone width (build/screenshots/dashboard/), labels, contrast, no browser error."""
+
+from __future__ import annotations
+
+from tests.dashboard.browsing import checked, choose_password, flashes, submit
+from tests.dashboard.helpers import make_person
+
+
+async def test_contacts_in_a_browser(live_server, page, client, db, settings, ws):
+    for n in range(60):
+        made = await client.post(
+            "/api/v1/contacts",
+            json={"email": f"reader{n:02d}@shop.example", "first_name": f"Reader {n}"},
+            headers=ws.headers,
+        )
+        assert made.status_code == 201
+    jane = await client.post(
+        "/api/v1/contacts",
+        json={"email": "jane@shop.example", "first_name": "Jane", "custom_fields": {"age": "old"}},
+        headers=ws.headers,
+    )
+    changed = await client.patch(
+        "/api/v1/custom-fields/age",
+        json={"type": "number", "confirm_violations": True},
+        headers=ws.headers,
+    )
+    assert changed.status_code == 200
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    assert "61" in await page.locator(".tiles").inner_text()
+    await checked(page, "overview-figures")
+
+    async with page.expect_navigation():
+        await (
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Contacts").click()
+        )
+    assert "61 contacts match." in await page.inner_text("main")
+    await checked(page, "contacts")
+    await page.get_by_label("Search").fill("jane")
+    await page.keyboard.press("Enter")
+    await page.wait_for_url("**/app/contacts?q=jane*")
+    assert "1 contact match." in await page.inner_text("main")
+    await checked(page, "contacts-search")
+
+    async with page.expect_navigation():
+        await page.get_by_role("link", name="jane@shop.example").click()
+    age = page.get_by_label("Age (number)")
+    assert await age.get_attribute("aria-invalid") == "true"
+    await checked(page, "contact")
+    await age.fill("41")
+    await submit(page, "Save")
+    assert "Contact saved." in await flashes(page)
+    assert await page.get_by_label("Age (number)").get_attribute("aria-invalid") is None
+    stored = await client.get(
+        f"/api/v1/contacts/{jane.json()['contact']['id']}", headers=ws.headers
+    )
+    assert stored.json()["contact"]["custom_fields"]["age"] == 41
+
+    async with page.expect_navigation():
+        await page.get_by_role("link", name="Delete this contact…").click()
+    await checked(page, "contact-delete")
+    await submit(page, "Delete contact")
+    assert "jane@shop.example is deleted." in await flashes(page)
+    assert page.errors == []

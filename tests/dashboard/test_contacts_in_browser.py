@@ -65,3 +65,24 @@ async def test_contacts_in_a_browser(live_server, page, client, db, settings, ws
     await submit(page, "Delete contact")
     assert "jane@shop.example is deleted." in await flashes(page)
     assert page.errors == []
+
+
+async def test_lists_and_tags_in_a_browser(live_server, page, client, db, settings, ws):
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    for kinds, name in (("Lists", "Newsletter"), ("Tags", "VIP")):
+        async with page.expect_navigation():
+            await (
+                page.get_by_role("navigation", name="Main").get_by_role("link", name=kinds).click()
+            )
+        await page.get_by_label("Name").fill(name)
+        await submit(page, f"Create {kinds[:-1].lower()}")
+        assert f"“{name}” created." in (await flashes(page))[0]
+        await checked(page, kinds.lower())
+    swatch = page.locator(".swatch").first
+    assert await swatch.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(99, 102, 241)"
+    async with page.expect_navigation():
+        await page.get_by_role("link", name="Change VIP").click()
+    await checked(page, "tag")
+    assert page.errors == []

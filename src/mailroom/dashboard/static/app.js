@@ -13,3 +13,8 @@ document.addEventListener("click", async (event) => {
     if (source.select) source.select();
   }
 });
+
+// Tag colours: set from data-color through the CSSOM (the CSP allows no inline style).
+for (const swatch of document.querySelectorAll(".swatch[data-color]")) {
+  if (/^#[0-9a-fA-F]{3,8}$/.test(swatch.dataset.color)) swatch.style.background = swatch.dataset.color;
+}

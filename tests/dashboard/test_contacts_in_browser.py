@@ -86,3 +86,27 @@ async def test_lists_and_tags_in_a_browser(live_server, page, client, db, settin
         await page.get_by_role("link", name="Change VIP").click()
     await checked(page, "tag")
     assert page.errors == []
+
+
+async def test_a_field_type_change_asks_first(live_server, page, client, db, settings, ws):
+    made = await client.post(
+        "/api/v1/contacts",
+        json={"email": "a@shop.example", "custom_fields": {"age": "old"}},
+        headers=ws.headers,
+    )
+    assert made.status_code == 201
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    async with page.expect_navigation():
+        await page.get_by_role("navigation", name="Main").get_by_role("link", name="Fields").click()
+    await checked(page, "fields")
+    await page.get_by_text("Change…").click()
+    await page.get_by_label("Type").first.select_option("number")
+    answer = await submit(page, "Save age")
+    assert answer.status == 409
+    assert "Stored values do not fit" in await page.get_by_role("alert").inner_text()
+    await checked(page, "fields-conflict")
+    await submit(page, "Apply anyway")
+    assert "1 stored value(s) do not fit and are flagged." in (await flashes(page))[0]
+    assert page.errors == []

@@ -148,3 +148,76 @@ async def test_delete_and_erase_are_asked_first(app, client, db, settings, ws):
         listed = await member.get("/app/contacts")
         assert "keep@shop.example is deleted." in listed.text
         assert (await member.get(f"/app/contacts/{kept['id']}/explode")).status_code == 404
+
+
+async def test_bulk_actions_on_ticked_contacts_or_the_whole_filter(app, client, db, settings, ws):
+    people = [await _contact(client, ws, f"b{n}@shop.example") for n in range(4)]
+    vip = await client.post("/api/v1/tags", json={"name": "VIP"}, headers=ws.headers)
+    tag_id = vip.json()["tag"]["id"]
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        page = await member.get("/app/contacts?q=b")
+        token = csrf_of(page.text)
+        tagged = await member.post(
+            "/app/contacts-bulk",
+            data={
+                "csrf": token,
+                "back": "/app/contacts?q=b",
+                "scope": "selected",
+                "action": "add_tag",
+                "tag_id": tag_id,
+                "contact_ids": [people[0]["id"], people[1]["id"]],
+            },
+        )
+        assert tagged.status_code == 303 and tagged.headers["location"] == "/app/contacts?q=b"
+        shown = await member.get(f"/app/contacts?tag={tag_id}")
+        assert "Done: 2 tagged." in shown.text and "2 contacts match." in shown.text
+
+        refused = await member.post(
+            "/app/contacts-bulk",
+            data={"csrf": token, "scope": "filter", "f_tag": tag_id, "action": "delete"},
+        )
+        assert refused.status_code == 303
+        assert "cannot be undone" in (await member.get("/app/contacts")).text
+        assert (await _read(client, ws, people[0]["id"])).status_code == 200
+
+        deleted = await member.post(
+            "/app/contacts-bulk",
+            data={
+                "csrf": token,
+                "scope": "filter",
+                "f_tag": tag_id,
+                "action": "delete",
+                "sure": "yes",
+            },
+        )
+        assert deleted.status_code == 303
+        assert "Done: 2 deleted." in (await member.get("/app/contacts")).text
+        assert (await _read(client, ws, people[0]["id"])).status_code == 404
+        assert (await _read(client, ws, people[2]["id"])).status_code == 200
+
+        no_tag = await member.post(
+            "/app/contacts-bulk",
+            data={
+                "csrf": token,
+                "scope": "selected",
+                "action": "add_tag",
+                "contact_ids": [people[2]["id"]],
+            },
+        )
+        assert no_tag.status_code == 303
+        assert "tag_id is required" in (await member.get("/app/contacts")).text
+
+        exported = await member.get("/app/contacts-export?q=b3")
+        assert exported.status_code == 200 and "b3@shop.example" in exported.text
+        assert "b2@shop.example" not in exported.text
+        picked = await member.post(
+            "/app/contacts-bulk",
+            data={
+                "csrf": token,
+                "scope": "selected",
+                "action": "export",
+                "contact_ids": [people[2]["id"]],
+            },
+        )
+        assert picked.status_code == 200 and "b2@shop.example" in picked.text

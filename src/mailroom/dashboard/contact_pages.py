@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 
+from mailroom.contacts import bulk, exporter
 from mailroom.contacts import service as contacts
 from mailroom.contacts.query import SORTS, parse_filter
 from mailroom.core.context import Context
@@ -28,6 +29,7 @@ from mailroom.models.contacts import CONTACT_STATUSES
 from mailroom.people import sessions
 from mailroom.segments import service as segments
 from mailroom.tags import service as tags
+from mailroom.web.downloads import csv_download
 
 router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 50
@@ -103,6 +105,8 @@ async def contacts_page(request: Request) -> Response:
             problem=problem,
             page_url=lambda n: "?" + urlencode({**kept, "page": n}),
             export_query=urlencode({k: v for k, v in kept.items() if k in FILTER_KEYS}),
+            back=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+            actions=BULK_ACTIONS,
             flashes=sessions.take_flash(visitor.row),
             pickers=await _pickers(ctx),
         )
@@ -307,5 +311,114 @@ async def remove_contact(contact_id: str, mode: str, request: Request) -> Respon
         text = f"{shown} is deleted." if mode == "delete" else "The contact is erased."
         sessions.flash(visitor.row, "ok", text)
         return RedirectResponse("/app/contacts", status_code=303)
+
+    return await as_visitor(request, work)
+
+
+# What the bulk form offers, in the words a person uses (the API's `action` values).
+BULK_ACTIONS = [
+    ("add_tag", "Add the tag"),
+    ("remove_tag", "Remove the tag"),
+    ("add_to_list", "Add to the list"),
+    ("remove_from_list", "Remove from the list"),
+    ("unsubscribe", "Unsubscribe"),
+    ("archive", "Archive"),
+    ("restore", "Restore from the archive"),
+    ("delete", "Delete"),
+    ("erase", "Erase for good"),
+    ("export", "Export as CSV"),
+]
+_RESULT_WORDS = {
+    "deleted": "deleted",
+    "erased": "erased",
+    "archived": "archived",
+    "already_archived": "already archived",
+    "restored": "restored",
+    "not_archived": "not archived",
+    "tagged": "tagged",
+    "untagged": "untagged",
+    "added": "added",
+    "already_member": "already members",
+    "skipped_not_subscribed": "skipped (not subscribed)",
+    "unsubscribed": "unsubscribed",
+    "already_unsubscribed": "already unsubscribed",
+}
+
+
+def _local(target: str) -> str:
+    return target if target.startswith("/app/contacts") and "//" not in target else "/app/contacts"
+
+
+@router.get("/app/contacts-export")
+async def export_contacts_page(request: Request) -> Response:
+    """The current filter as the API's streamed CSV (the `contacts:export` permission)."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        visitor.principal.check("contacts:export")
+        chosen = {k: (request.query_params.get(k) or "").strip() or None for k in FILTER_KEYS}
+        contact_filter = await segments.narrow(ctx, parse_filter(chosen))
+        return csv_download(
+            request,
+            visitor.principal,
+            "contacts.csv",
+            lambda c: exporter.export_filtered(c, contact_filter),
+        )
+
+    return await as_visitor(request, work)
+
+
+@router.post("/app/contacts-bulk")
+async def bulk_contacts_page(request: Request) -> Response:
+    """One of the API's bulk actions over the ticked contacts or the whole filter."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        back = _local(str(form.get("back") or "/app/contacts"))
+        action = str(form.get("action") or "")
+        body: dict[str, Any] = {"action": action}
+        if form.get("scope") == "filter":
+            body["filter"] = {k: str(form.get(f"f_{k}")) for k in FILTER_KEYS if form.get(f"f_{k}")}
+        else:
+            body["contact_ids"] = list(form.get("contact_ids") or [])
+            if not body["contact_ids"]:
+                sessions.flash(
+                    visitor.row, "error", "Tick some contacts first, or choose “all that match”."
+                )
+                return RedirectResponse(back, status_code=303)
+        if action in ("add_tag", "remove_tag"):
+            body["tag_id"] = str(form.get("tag_id") or "")
+        if action in ("add_to_list", "remove_from_list"):
+            body["list_id"] = str(form.get("list_id") or "")
+        if action in ("delete", "erase") and form.get("sure") != "yes":
+            sessions.flash(
+                visitor.row,
+                "error",
+                "Deleting and erasing cannot be undone: tick “I understand” to go ahead.",
+            )
+            return RedirectResponse(back, status_code=303)
+        try:
+            parsed = await bulk.resolve_segment(ctx, bulk.parse_request(body, visitor.principal))
+            if parsed.action == "export":
+                await bulk.check_export(ctx, parsed)
+                return csv_download(
+                    request,
+                    visitor.principal,
+                    "contacts-export.csv",
+                    lambda c: exporter.export_selected(
+                        c, parsed.contact_ids, parsed.filter, bulk.MAX_CONTACTS
+                    ),
+                )
+            result = await bulk.run(ctx, parsed)
+        except ApiError as problem:
+            await undo(ctx.session, visitor)
+            sessions.flash(visitor.row, "error", problem.message)
+            return RedirectResponse(back, status_code=303)
+        audit_write(ctx, request, "bulk_contacts", None, 200)
+        done = [
+            f"{value:,} {_RESULT_WORDS.get(key, key.replace('_', ' '))}"
+            for key, value in result.items()
+            if key != "success" and isinstance(value, int)
+        ]
+        sessions.flash(visitor.row, "ok", "Done: " + (", ".join(done) or "nothing to change") + ".")
+        return RedirectResponse(back, status_code=303)
 
     return await as_visitor(request, work)

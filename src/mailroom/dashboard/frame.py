@@ -142,7 +142,16 @@ async def _visitor(session: AsyncSession, request: Request, settings: Settings) 
 
 # Form fields that are checkbox groups: read as lists.
 MULTI_VALUED = frozenset(
-    {"permission", "event", "list_ids", "tag_ids", "form_ids", "campaign_ids", "domain_ids"}
+    {
+        "permission",
+        "event",
+        "list_ids",
+        "tag_ids",
+        "form_ids",
+        "campaign_ids",
+        "domain_ids",
+        "contact_ids",
+    }
 )
 
 Work = Callable[[Visitor, Context, dict[str, Any]], Awaitable[Response]]

@@ -21,6 +21,7 @@ from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.contact_pages import router as dashboard_contacts_router
 from mailroom.dashboard.field_pages import router as dashboard_fields_router
 from mailroom.dashboard.group_pages import router as dashboard_groups_router
+from mailroom.dashboard.import_pages import router as dashboard_import_router
 from mailroom.dashboard.overview_pages import router as dashboard_overview_router
 from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.dashboard.people_pages import router as dashboard_people_router
@@ -94,6 +95,7 @@ ROUTERS = [
     dashboard_contacts_router,
     dashboard_groups_router,
     dashboard_fields_router,
+    dashboard_import_router,
     dashboard_people_router,
     dashboard_security_router,
     dashboard_settings_router,

@@ -110,3 +110,33 @@ async def test_a_field_type_change_asks_first(live_server, page, client, db, set
     await submit(page, "Apply anyway")
     assert "1 stored value(s) do not fit and are flagged." in (await flashes(page))[0]
     assert page.errors == []
+
+
+async def test_importing_5000_rows_with_a_changed_mapping(
+    live_server, page, client, db, settings, ws
+):
+    lines = ["Email,Prénom,Stadt"] + [
+        f"r{n:05d}@mailtest.io,Name {n},Town {n % 7}" for n in range(5000)
+    ]
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    await page.goto(f"{live_server}/app/import")
+    await checked(page, "import")
+    await page.get_by_label("A CSV file").set_input_files(
+        {"name": "people.csv", "mimeType": "text/csv", "buffer": "\n".join(lines).encode()}
+    )
+    await submit(page, "Upload and continue")
+    assert await page.inner_text("h1") == "Match the columns of people.csv"
+    await checked(page, "import-mapping")
+    await page.get_by_label("What “Prénom” becomes").select_option("first_name")
+    await page.get_by_label("Tag them (optional, comma separated)").fill("imported")
+    await submit(page, "Import")
+    state = page.locator("#import-state")
+    await state.get_by_text("Imported: 5,000 new").wait_for(timeout=60_000)
+    assert await state.locator("progress").get_attribute("value") == "100"
+    await checked(page, "import-done")
+    found = await client.get("/api/v1/contacts", params={"q": "r00042@"}, headers=ws.headers)
+    [contact] = found.json()["contacts"]
+    assert contact["first_name"] == "Name 42" and contact["custom_fields"]["stadt"] == "Town 0"
+    assert page.errors == []

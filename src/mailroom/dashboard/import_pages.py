@@ -1,0 +1,285 @@
+"""Importing contacts from the dashboard: upload a CSV, see its columns with the mapping the
+import's own aliases chose (change any), pick the options, then watch the progress and read
+the result. The import itself is `contacts.importer.run_import`, the API's and the CLI's: one
+transaction, all rows or none.
+
+The upload waits between the two steps as a file in the data directory (named by a random
+token, removed when the import ends). The import runs as a task of the server process that
+took the "Import" click, and its progress lives in that process (`RUNS`): on SQLite a progress
+row could not be written while the import holds the write lock. A page that finds no such run
+says so; a server that died mid-import imported nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.datastructures import UploadFile
+
+from mailroom.audit import service as audit
+from mailroom.contacts import import_columns as columns
+from mailroom.contacts import import_rows as rows_
+from mailroom.contacts import importer
+from mailroom.core.auth import Principal
+from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
+from mailroom.core.pagination import PageParams
+from mailroom.dashboard import render
+from mailroom.dashboard.frame import Visitor, as_visitor
+from mailroom.db import Database
+from mailroom.lists import service as lists
+from mailroom.people import sessions
+from mailroom.settings import Settings
+from mailroom.web.deps import get_db, get_settings_dep
+
+router = APIRouter(include_in_schema=False)
+log = logging.getLogger("mailroom.dashboard.import")
+PATH = "/app/import"
+SAMPLES = 3
+KEEP_FINISHED = 3600.0  # seconds a finished run's result stays readable
+TARGETS = [t for t in columns.MAPPING_TARGETS if t != "custom"]
+OPTION_FIELDS = (
+    "default_status",
+    "source",
+    "skip_duplicates",
+    "run_automations",
+    "check_domains",
+    "tags",
+    "list_id",
+)
+
+
+@dataclass
+class ImportRun:
+    workspace_id: str
+    step: str = "starting"
+    done: int = 0
+    total: int = 0
+    status: str = "running"  # running | done | failed
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    finished: float | None = None
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @property
+    def percent(self) -> int:
+        if self.status != "running":
+            return 100
+        return int(self.done * 100 / self.total) if self.total else 0
+
+
+RUNS: dict[str, ImportRun] = {}
+
+
+def _folder(settings: Settings) -> Path:
+    folder = Path(settings.data_dir) / "imports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _upload_path(settings: Settings, token: str) -> Path | None:
+    if not token.isalnum():
+        return None
+    path = _folder(settings) / f"{token}.csv"
+    return path if path.exists() else None
+
+
+def _forget_old() -> None:
+    now = time.monotonic()
+    for token, run in list(RUNS.items()):
+        if run.finished is not None and now - run.finished > KEEP_FINISHED:
+            del RUNS[token]
+
+
+@router.get(PATH)
+async def import_page(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        return render.page(
+            "import.html",
+            title="Import contacts",
+            section="contacts",
+            visitor=visitor,
+            flashes=sessions.take_flash(visitor.row),
+        )
+
+    return await as_visitor(request, work)
+
+
+def _default_targets(headers: list[str]) -> list[dict[str, Any]]:
+    """What the import would do with each column by itself (its aliases and rules)."""
+    plan = columns.plan_from_headers(headers)
+    chosen: dict[int, tuple[str, str]] = {i: (t, "") for t, i in plan.single.items()}
+    for target, indexes in plan.dates.items():
+        chosen.update({i: (target, "") for i in indexes})
+    chosen.update({i: ("custom", key) for i, key in plan.custom})
+    return [
+        {
+            "index": i,
+            "header": h,
+            "target": chosen.get(i, ("ignore", ""))[0],
+            "key": chosen.get(i, ("", ""))[1] or columns.fold_header(h),
+        }
+        for i, h in enumerate(headers)
+    ]
+
+
+@router.post(PATH)
+async def upload(request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        file = form.get("file")
+        if not isinstance(file, UploadFile) or not file.filename:
+            sessions.flash(visitor.row, "error", "Choose a CSV file to import.")
+            return RedirectResponse(PATH, status_code=303)
+        content = await file.read(importer.MAX_BYTES + 1)
+        if len(content) > importer.MAX_BYTES:
+            sessions.flash(visitor.row, "error", importer.TOO_LARGE)
+            return RedirectResponse(PATH, status_code=303)
+        try:
+            headers, rows = await asyncio.to_thread(rows_.read_csv, content)
+            samples = [next(rows, []) for _ in range(SAMPLES)]
+        except ApiError as problem:
+            sessions.flash(visitor.row, "error", problem.message)
+            return RedirectResponse(PATH, status_code=303)
+        token = secrets.token_urlsafe(18).replace("-", "x").replace("_", "y")
+        path = _folder(ctx.settings) / f"{token}.csv"
+        await asyncio.to_thread(path.write_bytes, content)
+        mapped = _default_targets(headers)
+        for item in mapped:
+            item["samples"] = [
+                row[item["index"]] if item["index"] < len(row) else "" for row in samples
+            ]
+        all_lists, _ = await lists.list_lists(ctx, PageParams(1, 200))
+        return render.page(
+            "import_map.html",
+            title="Match the columns",
+            section="contacts",
+            visitor=visitor,
+            token=token,
+            filename=file.filename,
+            columns=mapped,
+            targets=TARGETS,
+            lists=[(m.id, m.name) for m in all_lists],
+            flashes=sessions.take_flash(visitor.row),
+        )
+
+    return await as_visitor(request, work)
+
+
+def _mapping(form: dict[str, Any], count: int) -> str:
+    entries: list[dict[str, Any]] = []
+    for i in range(count):
+        target = str(form.get(f"col_{i}") or "ignore")
+        entry: dict[str, Any] = {"column": i, "target": target}
+        if target == "custom":
+            entry["key"] = str(form.get(f"key_{i}") or "").strip()
+        entries.append(entry)
+    return json.dumps(entries)
+
+
+async def _run(
+    db: Database,
+    settings: Settings,
+    principal: Principal,
+    run: ImportRun,
+    path: Path,
+    options: importer.ImportOptions,
+    person_path: str,
+) -> None:
+    def step(name: str, done: int, total: int) -> None:
+        run.step, run.done, run.total = name, done, total
+
+    try:
+        content = await asyncio.to_thread(path.read_bytes)
+        async with db.transaction() as session:
+            ctx = Context(session, principal, settings)
+            report = await importer.run_import(ctx, content, options, progress=step)
+            session.add(
+                audit.new_entry(
+                    principal,
+                    operation="import_contacts",
+                    method="POST",
+                    path=person_path,
+                    target_id=None,
+                    status=200,
+                )
+            )
+        run.report, run.status = report.as_dict(), "done"
+    except ApiError as problem:
+        run.error, run.status = problem.message, "failed"
+    except Exception:
+        log.exception("dashboard import failed")
+        run.error, run.status = "Import failed; nothing was imported", "failed"
+    finally:
+        run.finished = time.monotonic()
+        await asyncio.to_thread(path.unlink, missing_ok=True)
+
+
+@router.post(f"{PATH}/{{token}}")
+async def start(token: str, request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        path = _upload_path(ctx.settings, token)
+        if path is None or token in RUNS:
+            raise ApiError(404, "This upload is no longer here: upload the file again.")
+        headers, _rows = await asyncio.to_thread(
+            rows_.read_csv, await asyncio.to_thread(path.read_bytes)
+        )
+        fields = {k: str(form.get(k) or "") for k in OPTION_FIELDS}
+        for flag in ("skip_duplicates", "run_automations", "check_domains"):
+            fields[flag] = "true" if form.get(flag) == "on" else "false"
+        fields["mapping"] = _mapping(form, len(headers))
+        try:
+            options = importer.parse_options(fields)
+            columns.plan_from_mapping(options.mapping or "[]", len(headers))
+        except ApiError as problem:
+            sessions.flash(visitor.row, "error", problem.message)
+            return RedirectResponse(PATH, status_code=303)
+        _forget_old()
+        run = RUNS[token] = ImportRun(visitor.workspace_id)
+        run.task = asyncio.create_task(
+            _run(
+                get_db(request),
+                get_settings_dep(request),
+                visitor.principal,
+                run,
+                path,
+                options,
+                request.url.path,
+            )
+        )
+        return RedirectResponse(f"{PATH}/{token}", status_code=303)
+
+    return await as_visitor(request, work)
+
+
+def _run_of(visitor: Visitor, token: str) -> ImportRun | None:
+    run = RUNS.get(token)
+    return run if run is not None and run.workspace_id == visitor.workspace_id else None
+
+
+@router.get(f"{PATH}/{{token}}")
+async def progress_page(token: str, request: Request) -> Response:
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        run = _run_of(visitor, token)
+        fragment = bool(request.headers.get("HX-Request"))
+        template = "import_progress.html" if fragment else "import_run.html"
+        return render.page(
+            template,
+            status=200 if run is not None else 404,
+            title="Importing contacts",
+            section="contacts",
+            visitor=visitor,
+            token=token,
+            run=run,
+            flashes=sessions.take_flash(visitor.row),
+        )
+
+    return await as_visitor(request, work)

@@ -1,0 +1,103 @@
+"""`/app/import`: upload a CSV, see its columns read by the import's own aliases, change one,
+choose options, then the progress page until the result (the API importer's report): counts,
+placeholders skipped, the list joined. A bad mapping changes nothing; another workspace cannot
+read a run; an unknown run says nothing was imported."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from contextlib import aclosing
+
+from tests.dashboard.helpers import csrf_of, signed_in
+
+CSV = (
+    "E-mail Address,Vorname,Kundennummer,Notes\n"
+    "ann@mailtest.io,Ann,1001,likes tea\n"
+    "bob@mailtest.io,Bob,1002,\n"
+    "test@example.com,Placeholder,1003,\n"
+)
+
+
+async def _finished(browser, url: str) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page = await browser.get(url)
+        if "Imported:" in page.text or 'role="alert"' in page.text:
+            return page.text
+        await asyncio.sleep(0.05)
+    raise AssertionError("the import did not finish")
+
+
+async def test_upload_map_import_and_read_the_result(app, client, db, settings, ws, factory):
+    news = await client.post("/api/v1/lists", json={"name": "News"}, headers=ws.headers)
+    list_id = news.json()["list"]["id"]
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        token = csrf_of((await member.get("/app/import")).text)
+        mapped = await member.post(
+            "/app/import",
+            data={"csrf": token},
+            files={"file": ("people.csv", CSV.encode(), "text/csv")},
+        )
+        assert mapped.status_code == 200, mapped.text
+        assert "Match the columns of people.csv" in mapped.text
+        # The import's aliases: the address column is email; the others custom fields.
+        assert re.search(r'name="col_0">.*?<option value="email" selected>', mapped.text, re.S)
+        assert '<code class="wrap">ann@mailtest.io</code>' in mapped.text
+        upload = re.search(r'action="/app/import/([A-Za-z0-9]+)"', mapped.text).group(1)
+
+        refused = await member.post(
+            f"/app/import/{upload}",
+            data={
+                "csrf": token,
+                "col_0": "ignore",
+                "col_1": "first_name",
+                "col_2": "ignore",
+                "col_3": "ignore",
+            },
+        )
+        assert refused.status_code == 303
+        assert (
+            "mapping must map exactly one column to email" in (await member.get("/app/import")).text
+        )
+
+        started = await member.post(
+            f"/app/import/{upload}",
+            data={
+                "csrf": token,
+                "col_0": "email",
+                "col_1": "first_name",  # changed: Vorname is not an alias the import knows
+                "col_2": "custom",
+                "key_2": "customer_no",
+                "col_3": "ignore",
+                "default_status": "subscribed",
+                "list_id": list_id,
+                "tags": "csv, spring",
+                "source": "import",
+                "skip_duplicates": "on",
+            },
+        )
+        assert started.status_code == 303
+        assert started.headers["location"] == f"/app/import/{upload}"
+        result = await _finished(member, f"/app/import/{upload}")
+        assert "Imported: 2 new, 0 updated, 1 skipped." in result
+        assert "<code>test@example.com</code>" in result
+
+        found = await client.get("/api/v1/contacts", params={"q": "ann@"}, headers=ws.headers)
+        [ann] = found.json()["contacts"]
+        assert ann["first_name"] == "Ann" and ann["custom_fields"]["customer_no"] == "1001"
+        assert "notes" not in ann["custom_fields"]
+        members = await client.get(f"/api/v1/lists/{list_id}/contacts", headers=ws.headers)
+        assert members.json()["pagination"]["total"] == 2
+
+        other = await factory.workspace("pro")
+        stranger = await signed_in(app, db, settings, other, "eve@else.example")
+        async with aclosing(stranger):
+            hidden = await stranger.get(f"/app/import/{upload}")
+            assert hidden.status_code == 404 and "ann@mailtest.io" not in hidden.text
+        gone = await member.get("/app/import/nosuchrun")
+        assert gone.status_code == 404 and "nothing of the file was imported" in gone.text
+        again = await member.post(f"/app/import/{upload}", data={"csrf": token, "col_0": "email"})
+        assert again.status_code == 404  # the upload is used up

@@ -26,6 +26,7 @@ from mailroom.dashboard.overview_pages import router as dashboard_overview_route
 from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.dashboard.people_pages import router as dashboard_people_router
 from mailroom.dashboard.security_pages import router as dashboard_security_router
+from mailroom.dashboard.segment_pages import router as dashboard_segments_router
 from mailroom.dashboard.sending_pages import router as dashboard_sending_router
 from mailroom.dashboard.settings_pages import router as dashboard_settings_router
 from mailroom.dashboard.suppression_pages import router as dashboard_suppressions_router
@@ -96,6 +97,7 @@ ROUTERS = [
     dashboard_groups_router,
     dashboard_fields_router,
     dashboard_import_router,
+    dashboard_segments_router,
     dashboard_people_router,
     dashboard_security_router,
     dashboard_settings_router,

@@ -57,7 +57,7 @@ async def checked(page, name: str) -> None:
     await look(page, "dashboard", name)
     assert await page.evaluate(UNLABELLED) == [], name
     assert await page.evaluate(LOW_CONTRAST) == [], name
-    assert page.errors == [], name
+    assert page.errors == [], (name, page.errors)
 
 
 async def submit(page, button: str):

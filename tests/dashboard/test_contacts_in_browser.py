@@ -140,3 +140,52 @@ async def test_importing_5000_rows_with_a_changed_mapping(
     [contact] = found.json()["contacts"]
     assert contact["first_name"] == "Name 42" and contact["custom_fields"]["stadt"] == "Town 0"
     assert page.errors == []
+
+
+async def test_a_segment_counts_as_conditions_are_added(
+    live_server, page, client, db, settings, ws
+):
+    for n in range(5):
+        email = f"m{n}@mailtest.io" if n < 3 else f"o{n}@other.io"
+        made = await client.post(
+            "/api/v1/contacts",
+            json={"email": email, "first_name": "Zed" if n == 0 else "Amy"},
+            headers=ws.headers,
+        )
+        assert made.status_code == 201
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    await page.goto(f"{live_server}/app/segments/new")
+    await page.get_by_label("Name").fill("Mailtest people")
+    await page.get_by_label("Operator of condition 1").select_option("ends_with")
+    await page.get_by_label("Value of condition 1").fill("@mailtest.io")
+    await page.get_by_label("Value of condition 1").press("Tab")
+    count = page.locator("#segment-count .figure")
+    await page.wait_for_function(
+        "() => (document.querySelector('#segment-count .figure') || {}).textContent?.startsWith('3')"
+    )
+    await checked(page, "segment-builder")
+    await page.get_by_role("button", name="Add a condition").click()
+    field = page.get_by_label("Field of condition 2")
+    assert page.url.endswith("/app/segments/new")  # updated in place
+    await field.wait_for()
+    await field.select_option("first_name")
+    await page.wait_for_function(
+        "() => [...document.querySelectorAll('#op-1 option')].some(o => o.value === 'starts_with')"
+    )
+    await page.get_by_label("Operator of condition 2").select_option("eq")
+    await page.get_by_label("Value of condition 2").fill("Zed")
+    await page.get_by_label("Value of condition 2").press("Tab")
+    await page.wait_for_function(
+        "() => (document.querySelector('#segment-count .figure') || {}).textContent?.startsWith('1')"
+    )
+    assert "1" in await count.inner_text()
+    await page.get_by_role("button", name="Save segment").click()
+    await page.wait_for_function(
+        "() => /\\/app\\/segments\\/[0-9a-f-]{36}$/.test(location.pathname)"
+    )
+    await page.wait_for_load_state()
+    assert "Segment “Mailtest people” saved." in (await flashes(page))[0]
+    await checked(page, "segment-saved")
+    assert page.errors == []

@@ -30,7 +30,7 @@ PREVIEW_SIZE = 10
 SEGMENTS = Named(Segment, "segment", MAX_NAME, newest_first=True)
 
 
-async def _registry(ctx: Context) -> rules.Registry:
+async def rule_registry(ctx: Context) -> rules.Registry:
     fields = await custom_fields.registry(ctx)
     return {key: (f.type, f.options) for key, f in fields.items()}
 
@@ -41,7 +41,7 @@ async def check_rules(ctx: Context, raw: Any) -> rules.Parsed:
     if raw is None:
         raise ApiError(400, "rules is required")
     try:
-        parsed = rules.parse(raw, await _registry(ctx))
+        parsed = rules.parse(raw, await rule_registry(ctx))
     except rules.RuleError as error:
         raise ApiError(400, str(error)) from None
     await known_ids(ctx, Tag, parsed.tag_ids, "Tag not found")
@@ -113,7 +113,7 @@ async def saved_rule_condition(ctx: Context, stored: dict[str, Any]) -> ColumnEl
     """A rule as stored (`rules.for_storage`) as one condition on `contacts`, read leniently
     (segments, automation conditions)."""
     shown, registered = rules.stored(stored)
-    parsed = rules.parse(shown, await _registry(ctx), saved_registered=registered, lenient=True)
+    parsed = rules.parse(shown, await rule_registry(ctx), saved_registered=registered, lenient=True)
     return _condition(ctx, parsed)
 
 

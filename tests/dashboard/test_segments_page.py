@@ -1,0 +1,96 @@
+"""`/app/segments`: the builder counts as conditions are added (the API's preview), takes tags
+and lists by name, nests a group, refuses what the API refuses with its message, saves a
+segment the API reads back, opens it again as the same form, and deletes it."""
+
+from __future__ import annotations
+
+import re
+from contextlib import aclosing
+
+from tests.dashboard.helpers import csrf_of, signed_in
+
+
+async def _contact(client, ws, email: str, **extra) -> str:
+    made = await client.post("/api/v1/contacts", json={"email": email, **extra}, headers=ws.headers)
+    assert made.status_code == 201, made.text
+    return made.json()["contact"]["id"]
+
+
+def _count(html: str) -> int:
+    return int(re.search(r'<p class="figure">([\d,]+)', html).group(1).replace(",", ""))
+
+
+async def test_build_count_save_reopen_and_delete(app, client, db, settings, ws):
+    vip = (await client.post("/api/v1/tags", json={"name": "VIP"}, headers=ws.headers)).json()
+    ann = await _contact(client, ws, "ann@mailtest.io", first_name="Ann")
+    await _contact(client, ws, "bob@mailtest.io", first_name="Bob")
+    await _contact(client, ws, "cy@other.io", first_name="Cy")
+    tagged = await client.post(
+        f"/api/v1/contacts/{ann}/tags", json={"tag_id": vip["tag"]["id"]}, headers=ws.headers
+    )
+    assert tagged.status_code in (200, 201), tagged.text
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        new = await member.get("/app/segments/new")
+        token = csrf_of(new.text)
+        form = {
+            "csrf": token,
+            "name": "Mailtest VIPs",
+            "match_top": "all",
+            "field_0": "email",
+            "op_0": "ends_with",
+            "value_0": "@mailtest.io",
+            "group_0": "",
+        }
+        counted = await member.post(
+            "/app/segments/builder", data=form, headers={"HX-Request": "true"}
+        )
+        assert counted.status_code == 200 and "<html" not in counted.text
+        assert _count(counted.text) == 2
+        added = await member.post("/app/segments/builder", data={**form, "add": "1"})
+        assert 'name="field_1"' in added.text  # a new row, the whole page without script
+        narrowed = {**form, "field_1": "tags", "op_1": "has_any", "value_1": "vip", "group_1": ""}
+        assert _count((await member.post("/app/segments/builder", data=narrowed)).text) == 1
+
+        unknown = {**narrowed, "value_1": "Nobody"}
+        refused = await member.post("/app/segments/builder", data=unknown)
+        assert "No tag is named Nobody" in refused.text
+        bad_op = {**form, "op_0": "gt"}
+        assert "conditions[0].op" in (await member.post("/app/segments/builder", data=bad_op)).text
+
+        grouped = {
+            **narrowed,
+            "match_top": "any",
+            "group_1": "a",
+            "match_a": "all",
+            "field_2": "first_name",
+            "op_2": "eq",
+            "value_2": "Cy",
+            "group_2": "a",
+        }
+        # (ends with @mailtest.io) OR (VIP AND first name Cy): 2 contacts.
+        assert _count((await member.post("/app/segments/builder", data=grouped)).text) == 2
+
+        saved = await member.post("/app/segments/save", data=narrowed)
+        assert saved.status_code == 303
+        segment_id = saved.headers["location"].rsplit("/", 1)[1]
+        stored = await client.get(f"/api/v1/segments/{segment_id}", headers=ws.headers)
+        rules = stored.json()["segment"]["rules"]
+        assert rules["conditions"][1] == {
+            "field": "tags",
+            "op": "has_any",
+            "value": [vip["tag"]["id"]],
+        }
+        reopened = await member.get(f"/app/segments/{segment_id}")
+        assert 'value="VIP"' in reopened.text and "Segment “Mailtest VIPs” saved." in reopened.text
+        assert _count(reopened.text) == 1
+        listed = await member.get(f"/app/contacts?segment={segment_id}")
+        assert "ann@mailtest.io" in listed.text and "bob@mailtest.io" not in listed.text
+
+        clash = await member.post("/app/segments/save", data={**narrowed, "name": "mailtest vips"})
+        assert clash.status_code == 409 and "already exists" in clash.text
+        gone = await member.post(f"/app/segments/{segment_id}/delete", data={"csrf": token})
+        assert gone.status_code == 303
+        assert (
+            await client.get(f"/api/v1/segments/{segment_id}", headers=ws.headers)
+        ).status_code == 404

@@ -30,6 +30,7 @@ from mailroom.dashboard.segment_pages import router as dashboard_segments_router
 from mailroom.dashboard.sending_pages import router as dashboard_sending_router
 from mailroom.dashboard.settings_pages import router as dashboard_settings_router
 from mailroom.dashboard.suppression_pages import router as dashboard_suppressions_router
+from mailroom.dashboard.template_pages import router as dashboard_templates_router
 from mailroom.dashboard.webhook_pages import router as dashboard_webhooks_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
@@ -98,6 +99,7 @@ ROUTERS = [
     dashboard_fields_router,
     dashboard_import_router,
     dashboard_segments_router,
+    dashboard_templates_router,
     dashboard_people_router,
     dashboard_security_router,
     dashboard_settings_router,

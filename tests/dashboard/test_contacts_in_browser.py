@@ -4,6 +4,7 @@ desktop and phone width (build/screenshots/dashboard/), labels, contrast, no bro
 
 from __future__ import annotations
 
+from tests.browser import SCREENSHOTS
 from tests.dashboard.browsing import checked, choose_password, flashes, submit
 from tests.dashboard.helpers import make_person
 
@@ -188,4 +189,39 @@ async def test_a_segment_counts_as_conditions_are_added(
     await page.wait_for_load_state()
     assert "Segment “Mailtest people” saved." in (await flashes(page))[0]
     await checked(page, "segment-saved")
+    assert page.errors == []
+
+
+async def test_a_template_written_and_previewed_as_a_contact(
+    live_server, page, client, db, settings, ws
+):
+    made = await client.post(
+        "/api/v1/contacts",
+        json={"email": "ann@mailtest.io", "first_name": "Ann"},
+        headers=ws.headers,
+    )
+    assert made.status_code == 201
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    await page.goto(f"{live_server}/app/templates/new")
+    await page.get_by_label("Name", exact=True).fill("Welcome")
+    await page.get_by_label("Subject", exact=True).fill("Hi {{ first_name }}")
+    await page.get_by_label("HTML", exact=True).fill(
+        "<h1 style='color:#b42318'>Hello {{ first_name | default('there') }}</h1>"
+    )
+    await submit(page, "Save template")
+    await page.get_by_label("As the contact with the address").fill("ann@mailtest.io")
+    await submit(page, "Show")
+    desktop = page.frame_locator("iframe.desktop")
+    heading = desktop.locator("h1")
+    assert await heading.inner_text() == "Hello Ann"
+    # The email's own inline style applies inside its frame.
+    assert await heading.evaluate("e => getComputedStyle(e).color") == "rgb(180, 35, 24)"
+    assert await page.frame_locator("iframe.phone").first.locator("h1").inner_text() == "Hello Ann"
+    await checked(page, "template")
+    # A full-page screenshot leaves sandboxed frames blank: the previews, photographed alone.
+    await page.locator(".previews").screenshot(
+        path=str(SCREENSHOTS / "dashboard" / "template-previews.png")
+    )
     assert page.errors == []

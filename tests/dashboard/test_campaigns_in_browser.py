@@ -1,0 +1,68 @@
+"""A campaign in Chromium: written on the page, its recipients counted as the audience is
+ticked (htmx, in place), sent, and its report filling in after a tracked link in the received
+email is clicked; screenshots of the editor and the report at both widths."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import httpx
+
+from tests.dashboard.browsing import checked, choose_password, flashes, submit
+from tests.dashboard.helpers import make_person
+from tests.sending.conftest import driver, sink, verified_domain  # noqa: F401
+from tests.sending.helpers import HTML, make_contacts, make_list
+
+
+async def test_a_campaign_sent_and_its_report(
+    live_server,
+    page,
+    client,
+    db,
+    settings,
+    ws,
+    sink,  # noqa: F811
+    driver,  # noqa: F811
+):
+    await verified_domain(client, db, ws)
+    news = await make_list(client, ws, name="News")
+    await make_contacts(client, ws, [f"r{n}@mailtest.io" for n in range(4)], news)
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    await page.goto(f"{live_server}/app/campaigns/new")
+    await page.get_by_label("Name (only you see it)").fill("Spring sale")
+    await page.get_by_label("Subject", exact=True).fill("Spring is here")
+    await page.get_by_label("HTML", exact=True).fill(HTML)
+    await page.get_by_label("From email (empty").fill("news@shop.example")
+    await page.get_by_role("group", name="Lists", exact=True).get_by_label("News").check()
+    count = page.locator("#recipient-count")
+    await count.get_by_text("4 subscribed contacts would receive it now.").wait_for()
+    await checked(page, "campaign-editor")
+    await submit(page, "Save campaign")
+    assert "Campaign “Spring sale” saved." in (await flashes(page))[0]
+    await page.get_by_label("Send it now to 4 contacts").check()
+    await submit(page, "Send now")
+    await driver.drain()
+    await page.reload()
+    assert "4 of 4 sent" in await page.inner_text("#progress")
+
+    mail = sink.received[-1].parsed()
+    body = mail.get_body(("html",)).get_content()
+    link = re.search(r'href="(http[^"]+/l/[^"]+)"', body).group(1)
+    async with httpx.AsyncClient() as reader:
+        clicked = await reader.get(link, headers={"user-agent": "Mozilla/5.0 Chrome/130.0"})
+        assert clicked.status_code == 302
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        await page.reload()
+        if "25.0 %" in await page.inner_text(".tiles"):
+            break
+        await asyncio.sleep(0.1)
+    tiles = await page.inner_text(".tiles")
+    assert "25.0 %" in tiles  # clicked (and so opened): one of four
+    assert await page.locator("svg.chart rect").count() >= 2
+    await checked(page, "campaign-report")
+    assert page.errors == []

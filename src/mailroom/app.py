@@ -21,6 +21,7 @@ from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.campaign_pages import router as dashboard_campaigns_router
 from mailroom.dashboard.contact_pages import router as dashboard_contacts_router
 from mailroom.dashboard.field_pages import router as dashboard_fields_router
+from mailroom.dashboard.form_pages import router as dashboard_forms_router
 from mailroom.dashboard.group_pages import router as dashboard_groups_router
 from mailroom.dashboard.import_pages import router as dashboard_import_router
 from mailroom.dashboard.overview_pages import router as dashboard_overview_router
@@ -102,6 +103,7 @@ ROUTERS = [
     dashboard_segments_router,
     dashboard_templates_router,
     dashboard_campaigns_router,
+    dashboard_forms_router,
     dashboard_people_router,
     dashboard_security_router,
     dashboard_settings_router,

@@ -44,6 +44,17 @@ async def test_write_test_send_and_report(app, client, db, settings, ws, sink, d
         token = csrf_of(page.text)
         counted = await member.post("/app/campaigns/count", data={"csrf": token, "list_ids": news})
         assert "<strong>3</strong> subscribed contacts would receive it now." in counted.text
+        vip = (await client.post("/api/v1/tags", json={"name": "VIP"}, headers=ws.headers)).json()
+        excluded = await member.post(
+            "/app/campaigns/count",
+            data={
+                "csrf": token,
+                "list_ids": [news],
+                "exclude_list_ids": [news],
+                "exclude_tag_ids": [vip["tag"]["id"]],
+            },
+        )
+        assert "<strong>0</strong> subscribed contacts" in excluded.text
 
         nameless = await member.post("/app/campaigns/save", data=_form(token, news, name=""))
         assert nameless.status_code == 400 and "name" in nameless.text

@@ -151,6 +151,11 @@ MULTI_VALUED = frozenset(
         "campaign_ids",
         "domain_ids",
         "contact_ids",
+        "segment_ids",
+        "exclude_list_ids",
+        "exclude_segment_ids",
+        "exclude_tag_ids",
+        "languages",
     }
 )
 

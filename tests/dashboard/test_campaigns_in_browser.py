@@ -66,3 +66,58 @@ async def test_a_campaign_sent_and_its_report(
     assert await page.locator("svg.chart rect").count() >= 2
     await checked(page, "campaign-report")
     assert page.errors == []
+
+
+async def test_a_form_built_submitted_and_confirmed(
+    live_server,
+    page,
+    browser,
+    client,
+    db,
+    settings,
+    ws,
+    sink,  # noqa: F811
+    driver,  # noqa: F811
+):
+    await verified_domain(client, db, ws)
+    identity = await client.patch(
+        "/api/v1/sending",
+        json={"from_email": "news@shop.example", "from_name": "Shop"},
+        headers=ws.headers,
+    )
+    assert identity.status_code == 200, identity.text
+    news = await make_list(client, ws, name="News")
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    await page.goto(f"{live_server}/app/forms/new")
+    await page.get_by_label("Name", exact=True).fill("Footer signup")
+    await page.get_by_role("group", name="Join these lists").get_by_label("News").check()
+    await submit(page, "Save form")
+    assert "Form “Footer signup” saved." in (await flashes(page))[0]
+    assert await page.frame_locator("iframe.preview").locator("form").count() == 1
+    await checked(page, "form-builder")
+    hosted = await page.get_by_label("Hosted page").input_value()
+
+    visitor_context = await browser.new_context()
+    visitor = await visitor_context.new_page()
+    await visitor.goto(hosted)
+    await visitor.get_by_label("Email").fill("nia@mailtest.io")
+    await visitor.get_by_label("First name").fill("Nia")
+    async with visitor.expect_navigation():
+        await visitor.get_by_role("button").last.click()
+    await driver.drain()
+    mail = sink.received[-1].parsed()
+    assert mail["To"] == "nia@mailtest.io"
+    link = re.search(r"(http\S+/f/confirm/\S+)", mail.get_body(("plain",)).get_content()).group(1)
+    await visitor.goto(link)
+    async with visitor.expect_navigation():
+        await visitor.get_by_role("button").first.click()
+    await visitor_context.close()
+
+    members = await client.get(f"/api/v1/lists/{news}/contacts", headers=ws.headers)
+    [member] = members.json()["contacts"]
+    assert member["email"] == "nia@mailtest.io" and member["membership"]["status"] == "confirmed"
+    await page.reload()
+    assert "1 submission, 1 confirmed." in await page.inner_text("main")
+    assert page.errors == []

@@ -18,6 +18,7 @@ from mailroom.automations.api import router as automations_router
 from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
+from mailroom.dashboard.automation_pages import router as dashboard_automations_router
 from mailroom.dashboard.campaign_pages import router as dashboard_campaigns_router
 from mailroom.dashboard.contact_pages import router as dashboard_contacts_router
 from mailroom.dashboard.field_pages import router as dashboard_fields_router
@@ -104,6 +105,7 @@ ROUTERS = [
     dashboard_templates_router,
     dashboard_campaigns_router,
     dashboard_forms_router,
+    dashboard_automations_router,
     dashboard_people_router,
     dashboard_security_router,
     dashboard_settings_router,

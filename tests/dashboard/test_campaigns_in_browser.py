@@ -121,3 +121,23 @@ async def test_a_form_built_submitted_and_confirmed(
     await page.reload()
     assert "1 submission, 1 confirmed." in await page.inner_text("main")
     assert page.errors == []
+
+
+async def test_an_automation_laid_out_in_a_browser(live_server, page, client, db, settings, ws):
+    vip = await client.post("/api/v1/tags", json={"name": "VIP"}, headers=ws.headers)
+    assert vip.status_code == 201
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    await page.goto(f"{live_server}/app/automations/new")
+    await page.get_by_label("Name", exact=True).fill("Welcome")
+    await page.get_by_label("New step").select_option("add_tag")
+    await submit(page, "Add the step")
+    await page.get_by_label("Tag", exact=True).select_option(label="VIP")
+    await checked(page, "automation-editor")
+    await submit(page, "Save automation")
+    assert "Automation “Welcome” saved." in (await flashes(page))[0]
+    await submit(page, "Activate")
+    assert "Active:" in (await flashes(page))[0]
+    await checked(page, "automation-active")
+    assert page.errors == []

@@ -10,6 +10,7 @@ import time
 
 import httpx
 
+from tests.automations.helpers import run_due
 from tests.dashboard.browsing import checked, choose_password, flashes, submit
 from tests.dashboard.helpers import make_person
 from tests.sending.conftest import driver, sink, verified_domain  # noqa: F401
@@ -123,21 +124,58 @@ async def test_a_form_built_submitted_and_confirmed(
     assert page.errors == []
 
 
-async def test_an_automation_laid_out_in_a_browser(live_server, page, client, db, settings, ws):
+async def test_a_two_step_automation_a_new_contact_goes_through(
+    live_server,
+    page,
+    client,
+    db,
+    settings,
+    ws,
+    sink,  # noqa: F811
+    driver,  # noqa: F811
+):
+    await verified_domain(client, db, ws)
+    identity = await client.patch(
+        "/api/v1/sending", json={"from_email": "news@shop.example"}, headers=ws.headers
+    )
+    assert identity.status_code == 200
     vip = await client.post("/api/v1/tags", json={"name": "VIP"}, headers=ws.headers)
-    assert vip.status_code == 201
+    template = await client.post(
+        "/api/v1/templates",
+        json={"name": "Hello", "subject": "Welcome, {{ first_name }}", "html_content": "<p>Hi</p>"},
+        headers=ws.headers,
+    )
+    assert vip.status_code == 201 and template.status_code == 201, template.text
     await choose_password(
         page, live_server, await make_person(db, settings, ws, "ada@shop.example")
     )
     await page.goto(f"{live_server}/app/automations/new")
     await page.get_by_label("Name", exact=True).fill("Welcome")
-    await page.get_by_label("New step").select_option("add_tag")
+    await page.get_by_label("Step 1", exact=True).select_option("add_tag")
+    await page.get_by_label("New step").select_option("send_email")
     await submit(page, "Add the step")
     await page.get_by_label("Tag", exact=True).select_option(label="VIP")
+    await page.get_by_label("Template", exact=True).select_option(label="Hello")
     await checked(page, "automation-editor")
     await submit(page, "Save automation")
     assert "Automation “Welcome” saved." in (await flashes(page))[0]
     await submit(page, "Activate")
     assert "Active:" in (await flashes(page))[0]
+
+    made = await client.post(
+        "/api/v1/contacts",
+        json={"email": "new@mailtest.io", "first_name": "Nia"},
+        headers=ws.headers,
+    )
+    assert made.status_code == 201
+    await run_due(db, settings)
+    await driver.drain()
+    contact = await client.get(
+        f"/api/v1/contacts/{made.json()['contact']['id']}", headers=ws.headers
+    )
+    assert [t["name"] for t in contact.json()["contact"]["tags"]] == ["VIP"]
+    assert sink.received[-1].parsed()["Subject"] == "Welcome, Nia"
+    await page.reload()
+    assert "1 completed" in await page.inner_text("main")
     await checked(page, "automation-active")
     assert page.errors == []

@@ -97,11 +97,13 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
     # API keys: the second workspace's own key is listed; a read-only one is made.
     async with page.expect_navigation():
         await (
-            page.get_by_role("navigation", name="Main").get_by_role("link", name="API keys").click()
+            page.get_by_role("navigation", name="Settings")
+            .get_by_role("link", name="API keys")
+            .click()
         )
     assert page.url == f"{live_server}/settings/api-keys"
     assert await page.title() == "API keys · Mailroom"
-    current = page.get_by_role("navigation", name="Main").locator("[aria-current=page]")
+    current = page.get_by_role("navigation", name="Settings").locator("[aria-current=page]")
     assert await current.inner_text() == "API keys"
     rows = page.locator("table tbody tr")
     assert await rows.count() == 1
@@ -196,7 +198,7 @@ async def test_an_admin_signs_in_switches_workspace_and_manages_a_key(
 async def test_a_member_gets_the_admins_only_page(live_server, page, db, settings, ws):
     await choose_password(page, live_server, await make_person(db, settings, ws, MO, "member"))
     assert f"Signed in as {MO}, member of this workspace." in await page.inner_text("main")
-    nav = page.get_by_role("navigation", name="Main")
+    nav = page.get_by_role("navigation", name="Settings")
     assert await nav.get_by_role("link", name="API keys").count() == 0
     assert await page.get_by_role("link", name="Manage API keys").count() == 0
 

@@ -99,7 +99,7 @@ async def served(cli_env, zone):  # noqa: F811
 
 async def _go(page, base: str, name: str):
     async with page.expect_navigation():
-        await page.get_by_role("navigation", name="Main").get_by_role("link", name=name).click()
+        await page.locator("header.top").get_by_role("link", name=name, exact=True).click()
     assert page.errors == []
     return page
 

@@ -51,29 +51,33 @@ def _rate(part: int, whole: int) -> str:
     return f"{part / whole * 100:.1f} %" if whole else "—"
 
 
+async def campaign_rows(ctx: Context, count: int) -> list[dict[str, Any]]:
+    """The newest `count` campaigns as the list and the overview show them, with rates."""
+    rows, _total = await campaigns.list_campaigns(ctx, PageParams(1, count), None, None)
+    stats = await campaigns.stats(ctx, [c.id for c in rows])
+    return [
+        {
+            "id": c.id,
+            "name": c.name,
+            "status": c.status,
+            "when": when(c.finished_at or c.started_at or c.scheduled_at or c.created_at),
+            "sent": stats[c.id]["sent"],
+            "open_rate": _rate(stats[c.id]["opened"], stats[c.id]["sent"]),
+            "click_rate": _rate(stats[c.id]["clicked"], stats[c.id]["sent"]),
+        }
+        for c in rows
+    ]
+
+
 @router.get(PATH)
 async def campaigns_page(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        rows, _total = await campaigns.list_campaigns(ctx, PageParams(1, SHOWN), None, None)
-        stats = await campaigns.stats(ctx, [c.id for c in rows])
-        shown = [
-            {
-                "id": c.id,
-                "name": c.name,
-                "status": c.status,
-                "when": when(c.finished_at or c.started_at or c.scheduled_at or c.created_at),
-                "sent": stats[c.id]["sent"],
-                "open_rate": _rate(stats[c.id]["opened"], stats[c.id]["sent"]),
-                "click_rate": _rate(stats[c.id]["clicked"], stats[c.id]["sent"]),
-            }
-            for c in rows
-        ]
         return render.page(
             "campaigns.html",
             title="Campaigns",
             section="campaigns",
             visitor=visitor,
-            rows=shown,
+            rows=await campaign_rows(ctx, SHOWN),
             flashes=sessions.take_flash(visitor.row),
         )
 

@@ -10,12 +10,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from mailroom.automations import service as automations
-from mailroom.campaigns import service as campaigns
 from mailroom.contacts import service as contacts
 from mailroom.core.context import Context
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, when
+from mailroom.dashboard.campaign_pages import campaign_rows
+from mailroom.dashboard.frame import Visitor, as_visitor
 from mailroom.models.contacts import CONTACT_STATUSES
 from mailroom.people import sessions
 from mailroom.sending import service as sending
@@ -24,17 +24,11 @@ router = APIRouter(include_in_schema=False)
 RECENT = 5
 
 
-def _rate(part: int, whole: int) -> str:
-    return f"{part / whole * 100:.1f} %" if whole else "—"
-
-
 @router.get("/app")
 async def overview(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         counts = await contacts.status_counts(ctx)
         state = await sending.describe(ctx)
-        recent, _ = await campaigns.list_campaigns(ctx, PageParams(1, RECENT), None, None)
-        stats = await campaigns.stats(ctx, [c.id for c in recent])
         running, live = await automations.list_automations(
             ctx, PageParams(1, RECENT), None, "active"
         )
@@ -54,18 +48,7 @@ async def overview(request: Request) -> Response:
             else 0,
             bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
             complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
-            campaigns=[
-                {
-                    "id": c.id,
-                    "name": c.name,
-                    "status": c.status,
-                    "when": when(c.finished_at or c.started_at or c.scheduled_at or c.created_at),
-                    "sent": stats[c.id]["sent"],
-                    "open_rate": _rate(stats[c.id]["opened"], stats[c.id]["sent"]),
-                    "click_rate": _rate(stats[c.id]["clicked"], stats[c.id]["sent"]),
-                }
-                for c in recent
-            ],
+            campaigns=await campaign_rows(ctx, RECENT),
             automations=[
                 {"name": a.name, "active": runs[a.id]["active"], "enrolled": runs[a.id]["enrolled"]}
                 for a in running

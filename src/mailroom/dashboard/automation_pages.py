@@ -23,7 +23,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo, when
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.forms import service as forms
 from mailroom.lists import service as lists
 from mailroom.models import AutomationRun
@@ -312,8 +312,7 @@ async def save_automation(request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return await _editor(
                 visitor, ctx, draft, automation_id=automation_id, status=problem.status
             )
@@ -347,8 +346,7 @@ async def automation_action(automation_id: str, action: str, request: Request) -
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return RedirectResponse(here, status_code=303)
         audit_write(ctx, request, f"{action}_automation", automation_id, 200)
         sessions.flash(visitor.row, "ok", text)

@@ -23,7 +23,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
 from mailroom.dashboard.charts import hourly_chart
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo, when
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.lists import service as lists
 from mailroom.people import sessions
 from mailroom.segments import service as segments
@@ -195,8 +195,7 @@ async def save_campaign(request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             draft = {**dict.fromkeys(TEXT_FIELDS, ""), **body}
             draft = {k: ("" if v is None else v) for k, v in draft.items()}
             return await _editor(
@@ -299,8 +298,7 @@ async def campaign_action(campaign_id: str, action: str, request: Request) -> Re
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return RedirectResponse(here, status_code=303)
         operation = {"test": "test_campaign", "send": "send_campaign"}.get(
             action, f"{action}_campaign"

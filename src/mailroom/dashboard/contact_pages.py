@@ -22,7 +22,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo, when
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.lists import service as lists
 from mailroom.models import Campaign, ListMember, MailingList, SendLog
 from mailroom.models.contacts import CONTACT_STATUSES
@@ -238,8 +238,7 @@ async def save_contact(contact_id: str, request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return await _contact_page(visitor, ctx, contact_id, status=problem.status)
         audit_write(ctx, request, "update_contact", contact_id, 200)
         sessions.flash(visitor.row, "ok", "Contact saved.")
@@ -409,8 +408,7 @@ async def bulk_contacts_page(request: Request) -> Response:
                 )
             result = await bulk.run(ctx, parsed)
         except ApiError as problem:
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return RedirectResponse(back, status_code=303)
         audit_write(ctx, request, "bulk_contacts", None, 200)
         done = [

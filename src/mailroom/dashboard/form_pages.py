@@ -15,7 +15,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused
 from mailroom.forms import render as form_render
 from mailroom.forms import service as forms
 from mailroom.lists import service as lists
@@ -181,8 +181,7 @@ async def save_form(request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             draft = {k: ("" if v is None else v) for k, v in body.items()}
             return await _builder(visitor, ctx, draft, form_id=form_id, status=problem.status)
         operation = "update_form" if form_id else "create_form"

@@ -110,6 +110,12 @@ async def over_limit(
     return None
 
 
+async def refused(ctx: Context, visitor: Visitor, problem: ApiError) -> None:
+    """A form the services refused: nothing it wrote stays, and the next page says why."""
+    await undo(ctx.session, visitor)
+    sessions.flash(visitor.row, "error", problem.message)
+
+
 def when(value: Any) -> str:
     """A time as every page shows it."""
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else ""

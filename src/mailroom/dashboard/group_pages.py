@@ -15,7 +15,7 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused
 from mailroom.lists import service as lists
 from mailroom.people import sessions
 from mailroom.tags import service as tags
@@ -126,8 +126,7 @@ def _add_routes(kinds: str, group: Group) -> None:
             try:
                 made = await group.create(ctx, body)
             except ApiError as problem:
-                await undo(ctx.session, visitor)
-                sessions.flash(visitor.row, "error", problem.message)
+                await refused(ctx, visitor, problem)
                 return await _page(visitor, ctx, group, status=problem.status, draft=body)
             audit_write(ctx, request, f"create_{group.kind}", made.id, 201)
             sessions.flash(visitor.row, "ok", f"{group.kind.capitalize()} “{made.name}” created.")
@@ -162,8 +161,7 @@ def _add_routes(kinds: str, group: Group) -> None:
             except ApiError as problem:
                 if problem.status == 404:
                     raise
-                await undo(ctx.session, visitor)
-                sessions.flash(visitor.row, "error", problem.message)
+                await refused(ctx, visitor, problem)
                 return RedirectResponse(f"{group.path}/{group_id}", status_code=303)
             audit_write(ctx, request, f"update_{group.kind}", group_id, 200)
             sessions.flash(visitor.row, "ok", f"{group.kind.capitalize()} “{changed.name}” saved.")

@@ -15,7 +15,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
 from mailroom.dashboard import segment_form as sf
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused
 from mailroom.lists import service as lists
 from mailroom.people import sessions
 from mailroom.segments import service as segments
@@ -149,8 +149,7 @@ async def save_segment(request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return await _builder_page(
                 visitor,
                 ctx,

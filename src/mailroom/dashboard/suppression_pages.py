@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo, when
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.people import sessions
 from mailroom.suppressions import exporter, importer, service
 from mailroom.web.downloads import csv_download
@@ -146,8 +146,7 @@ async def import_suppressions_page(request: Request) -> Response:
                     )
             counts = await importer.import_entries(ctx, pairs, fallback)
         except ApiError as problem:
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return RedirectResponse(PATH, status_code=303)
         audit_write(ctx, request, "import_suppressions", None, 200)
         sessions.flash(

@@ -21,7 +21,7 @@ from mailroom.core.emails import normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo, when
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.people import sessions
 from mailroom.templates import service as templates
 
@@ -120,8 +120,7 @@ async def save_template(request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return _editor(visitor, draft, template_id=template_id, status=problem.status)
         operation = "update_template" if template_id else "create_template"
         audit_write(ctx, request, operation, saved.id, 200 if template_id else 201)

@@ -20,7 +20,7 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, undo, when
+from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.events.catalog import CATALOG, CHAT_EVENTS
 from mailroom.models import Campaign, Form, MailingList, SendingDomain, Tag, WebhookEndpoint
 from mailroom.people import sessions
@@ -187,8 +187,7 @@ async def add_webhook(request: Request) -> Response:
         try:
             endpoint = await service.create_endpoint(ctx, body)
         except ApiError as problem:
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             return await _list_page(visitor, ctx, status=problem.status, draft=body)
         audit_write(ctx, request, "create_webhook", endpoint.id, 201)
         sessions.flash(
@@ -220,8 +219,7 @@ async def change_webhook(endpoint_id: str, request: Request) -> Response:
         except ApiError as problem:
             if problem.status == 404:
                 raise
-            await undo(ctx.session, visitor)
-            sessions.flash(visitor.row, "error", problem.message)
+            await refused(ctx, visitor, problem)
             endpoint = await service.get_endpoint(ctx, endpoint_id)
             return await _endpoint_page(visitor, ctx, endpoint, status=problem.status, draft=body)
         audit_write(ctx, request, "update_webhook", endpoint.id, 200)

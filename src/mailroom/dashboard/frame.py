@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
+from sqlalchemy import inspect, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.audit import service as audit
@@ -170,43 +171,85 @@ Work = Callable[[Visitor, Context, dict[str, Any]], Awaitable[Response]]
 
 async def as_visitor(request: Request, work: Work, *, admin: bool = False) -> Response:
     """Run a page for the signed-in person: sign-in first when there is no session, 403 for a
-    form without the session's CSRF token or a member on an admin's page."""
+    form without the session's CSRF token or a member on an admin's page.
+
+    A form (POST) runs in one write transaction. A page that only reads (GET) runs in a read
+    session, so on SQLite the one write connection is not held while it is built; what the
+    visit changed on the session row (last seen, flashes shown) is written after it, in one
+    short statement."""
     db, settings = get_db(request), get_settings_dep(request)
-    form: dict[str, Any] = {}
     if request.method == "POST":
         raw = await request.form()
         form = {key: raw.getlist(key) if key in MULTI_VALUED else raw.get(key) for key in raw}
-    async with db.transaction() as session:
-        visitor = await _visitor(session, request, settings)
-        if visitor is None:
-            target = quote(request.url.path) if request.method == "GET" else "/app"
-            return RedirectResponse(f"/app/sign-in?next={target}", status_code=303)
-        if request.method == "POST" and not secrets.compare_digest(
-            str(form.get("csrf") or ""), visitor.csrf
-        ):
-            return render.message(
-                "This form has expired",
-                "Reload the page and try again.",
-                403,
-                visitor=visitor,
-                back=request.url.path,
+        async with db.transaction() as session:
+            response, _row = await _serve(session, request, work, form, admin, settings)
+            return response
+    async with db.session(write=False) as session:
+        response, row = await _serve(session, request, work, {}, admin, settings)
+        changes = _changes(row) if row is not None else {}
+        # By its identity: a page that ended its transaction (a preview) expired the row.
+        identity = inspect(row).identity if row is not None else None
+        row_id = identity[0] if identity else None
+        await session.rollback()
+    if changes:
+        async with db.transaction() as writing:
+            await writing.execute(
+                update(DashboardSession).where(DashboardSession.id == row_id).values(**changes)
             )
-        if admin and not visitor.is_admin:
-            return render.message(
-                "Admins only",
-                "Only workspace admins can open this page. Ask one of them if you need it.",
-                403,
-                visitor=visitor,
-                back="/app",
-                back_label="Back to the overview",
-            )
-        try:
-            return await work(visitor, Context(session, visitor.principal, settings), form)
-        except ApiError as problem:
-            await undo(session, visitor)
-            return render.message(
-                "That did not work", problem.message, problem.status, visitor=visitor, back="/app"
-            )
+    return response
+
+
+def _changes(row: DashboardSession) -> dict[str, Any]:
+    """The session row's columns this visit changed and not yet written."""
+    state = inspect(row)
+    return {
+        attr.key: attr.value
+        for attr in state.attrs
+        if attr.key not in state.expired_attributes and attr.history.has_changes()
+    }
+
+
+async def _serve(
+    session: AsyncSession,
+    request: Request,
+    work: Work,
+    form: dict[str, Any],
+    admin: bool,
+    settings: Settings,
+) -> tuple[Response, DashboardSession | None]:
+    visitor = await _visitor(session, request, settings)
+    if visitor is None:
+        target = quote(request.url.path) if request.method == "GET" else "/app"
+        return RedirectResponse(f"/app/sign-in?next={target}", status_code=303), None
+    if request.method == "POST" and not secrets.compare_digest(
+        str(form.get("csrf") or ""), visitor.csrf
+    ):
+        page = render.message(
+            "This form has expired",
+            "Reload the page and try again.",
+            403,
+            visitor=visitor,
+            back=request.url.path,
+        )
+        return page, visitor.row
+    if admin and not visitor.is_admin:
+        page = render.message(
+            "Admins only",
+            "Only workspace admins can open this page. Ask one of them if you need it.",
+            403,
+            visitor=visitor,
+            back="/app",
+            back_label="Back to the overview",
+        )
+        return page, visitor.row
+    try:
+        answer = await work(visitor, Context(session, visitor.principal, settings), form)
+    except ApiError as problem:
+        await undo(session, visitor)
+        answer = render.message(
+            "That did not work", problem.message, problem.status, visitor=visitor, back="/app"
+        )
+    return answer, visitor.row
 
 
 async def undo(session: AsyncSession, visitor: Visitor) -> None:

@@ -1,7 +1,10 @@
 """Dashboard sessions: a random token in an HttpOnly cookie, its SHA-256 in
 `dashboard_sessions`. A session ends after `MAILROOM_SESSION_IDLE_MINUTES` without a request,
 after 30 days in any case, on signing out, or when the person signs out everywhere. Each
-session has its CSRF token (every form carries it) and its flash messages."""
+session has its CSRF token (every form carries it) and its flash messages.
+
+Reading a session never writes (pages that only read run in a read session): an ended one
+is refused, and its row is removed when its person next signs in."""
 
 from __future__ import annotations
 
@@ -31,6 +34,11 @@ async def start(
     is still to come."""
     token = secrets.token_urlsafe(32)
     now = utcnow()
+    await session.execute(  # this person's sessions that can only have ended
+        delete(DashboardSession).where(
+            DashboardSession.person_id == person.id, DashboardSession.created_at < now - MAX_AGE
+        )
+    )
     row = DashboardSession(
         id=_digest(token),
         person_id=person.id,
@@ -64,7 +72,6 @@ async def load(
     row, person = found
     now = utcnow()
     if now - row.last_seen_at > idle or now - row.created_at > MAX_AGE:
-        await session.execute(delete(DashboardSession).where(DashboardSession.id == row.id))
         return None
     if now - row.last_seen_at > TOUCH_EVERY:
         row.last_seen_at = now

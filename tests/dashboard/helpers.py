@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import unescape as html_unescape
 from typing import Any
 
 import httpx
@@ -33,3 +34,29 @@ async def signed_in(app: Any, db: Any, settings: Any, ws: Any, email: str, role:
 
 def csrf_of(html: str) -> str:
     return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def form_values(html: str, form_id: str) -> dict[str, str]:
+    """What a browser would post from the form as the page shows it (no button pressed):
+    text, number and hidden inputs, ticked boxes, each select's chosen option."""
+    found = re.search(rf'<form [^>]*id="{form_id}".*?</form>', html, re.S)
+    assert found, f"no form {form_id}"
+    form = found.group(0)
+    values: dict[str, str] = {}
+    for tag in re.findall(r"<input [^>]*>", form):
+        kind = re.search(r'type="(\w+)"', tag)
+        name = re.search(r'name="([^"]+)"', tag)
+        value = re.search(r'value="([^"]*)"', tag)
+        if not name:
+            continue
+        if kind and kind.group(1) == "checkbox":
+            if " checked" in tag:
+                values[name.group(1)] = value.group(1) if value else "on"
+        else:
+            values[name.group(1)] = html_unescape(value.group(1)) if value else ""
+    for name, options in re.findall(r'<select [^>]*name="([^"]+)"[^>]*>(.*?)</select>', form, re.S):
+        chosen = re.search(r'<option value="([^"]*)" selected', options) or re.search(
+            r'<option value="([^"]*)"', options
+        )
+        values[name] = html_unescape(chosen.group(1)) if chosen else ""
+    return values

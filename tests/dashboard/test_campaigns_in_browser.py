@@ -152,6 +152,7 @@ async def test_a_two_step_automation_a_new_contact_goes_through(
     await page.goto(f"{live_server}/app/automations/new")
     await page.get_by_label("Name", exact=True).fill("Welcome")
     await page.get_by_label("Step 1", exact=True).select_option("add_tag")
+    await page.get_by_label("Tag", exact=True).wait_for()  # laid out again in place
     await page.get_by_label("New step").select_option("send_email")
     await submit(page, "Add the step")
     await page.get_by_label("Tag", exact=True).select_option(label="VIP")

@@ -61,12 +61,13 @@ async def test_build_count_save_reopen_and_delete(app, client, db, settings, ws)
         grouped = {
             **narrowed,
             "match_top": "any",
-            "group_1": "a",
-            "match_a": "all",
+            "group_1": "g1",
+            "gparent_g1": "",
+            "match_g1": "all",
             "field_2": "first_name",
             "op_2": "eq",
             "value_2": "Cy",
-            "group_2": "a",
+            "group_2": "g1",
         }
         # (ends with @mailtest.io) OR (VIP AND first name Cy): 2 contacts.
         assert _count((await member.post("/app/segments/builder", data=grouped)).text) == 2
@@ -94,3 +95,110 @@ async def test_build_count_save_reopen_and_delete(app, client, db, settings, ws)
         assert (
             await client.get(f"/api/v1/segments/{segment_id}", headers=ws.headers)
         ).status_code == 404
+
+
+async def test_groups_open_nest_and_come_back_as_saved(app, client, db, settings, ws):
+    """A row asks for a new group, then a group inside it; a rule the API saved three levels
+    deep with an activity condition on one campaign opens as the same form and saves back the
+    same rule."""
+    campaign = await client.post(
+        "/api/v1/campaigns",
+        json={"name": "Spring sale", "subject": "Hi", "html": "<p>Hi</p>"},
+        headers=ws.headers,
+    )
+    assert campaign.status_code == 201, campaign.text
+    campaign_id = campaign.json()["campaign"]["id"]
+    await _contact(client, ws, "ann@mailtest.io", first_name="Ann")
+    await _contact(client, ws, "bob@mailtest.io", first_name="Bob")
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        token = csrf_of((await member.get("/app/segments/new")).text)
+        form = {
+            "csrf": token,
+            "name": "Nested",
+            "match_top": "all",
+            "field_0": "email",
+            "op_0": "ends_with",
+            "value_0": "@mailtest.io",
+            "group_0": "",
+            "field_1": "first_name",
+            "op_1": "eq",
+            "value_1": "Ann",
+            "group_1": "new",
+        }
+        opened = await member.post("/app/segments/builder", data=form)
+        assert 'name="gparent_g1" value=""' in opened.text
+        assert '<option value="g1" selected>group 1</option>' in opened.text
+        assert '<option value="new:g1">a new group in group 1</option>' in opened.text
+        assert _count(opened.text) == 1
+        inner = {
+            **form,
+            "group_1": "g1",
+            "gparent_g1": "",
+            "match_g1": "any",
+            "field_2": "first_name",
+            "op_2": "eq",
+            "value_2": "Bob",
+            "group_2": "new:g1",
+        }
+        nested = await member.post("/app/segments/builder", data=inner)
+        assert 'name="gparent_g2" value="g1"' in nested.text
+        assert "Group 1.1 (in group 1) matches" in nested.text
+        # mailtest AND (Ann OR (Bob)): both.
+        assert _count(nested.text) == 2
+
+        emptied = {**inner, "group_1": "g1", "group_2": "g2", "gparent_g2": "g1"}
+        emptied["remove_2"] = "on"
+        assert (
+            'name="gparent_g2"'
+            not in (await member.post("/app/segments/builder", data=emptied)).text
+        )  # a group left without conditions is gone
+
+    rule = {
+        "match": "any",
+        "conditions": [
+            {"field": "email", "op": "ends_with", "value": "@other.io"},
+            {
+                "match": "all",
+                "conditions": [
+                    {"field": "first_name", "op": "eq", "value": "Ann"},
+                    {
+                        "match": "any",
+                        "conditions": [
+                            {
+                                "field": "activity",
+                                "op": "not_opened",
+                                "value": {"campaign_id": campaign_id, "within_days": 30},
+                            },
+                            {"field": "last_name", "op": "is_not_set"},
+                        ],
+                    },
+                ],
+            },
+        ],
+    }
+    made = await client.post(
+        "/api/v1/segments", json={"name": "Deep", "rules": rule}, headers=ws.headers
+    )
+    assert made.status_code == 201, made.text
+    segment_id = made.json()["segment"]["id"]
+    member = await signed_in(app, db, settings, ws, "al@shop.example", role="member")
+    async with aclosing(member):
+        page = await member.get(f"/app/segments/{segment_id}")
+        assert f'<option value="{campaign_id}" selected>Spring sale</option>' in page.text
+        assert 'name="gparent_g2" value="g1"' in page.text
+        form = {"csrf": csrf_of(page.text), "segment_id": segment_id}
+        form.update(
+            re.findall(
+                r'<input type="(?:text|hidden)" [^>]*?name="([^"]+)" value="([^"]*)"', page.text
+            )
+        )
+        for name, options in re.findall(
+            r'<select id="[^"]*" name="([^"]+)">(.*?)</select>', page.text, re.S
+        ):
+            form[name] = re.search(r'<option value="([^"]*)" selected', options).group(1)
+        form["csrf"] = csrf_of(page.text)
+        saved = await member.post("/app/segments/save", data=form)
+        assert saved.status_code == 303, saved.text
+    stored = await client.get(f"/api/v1/segments/{segment_id}", headers=ws.headers)
+    assert stored.json()["segment"]["rules"] == rule

@@ -1,15 +1,16 @@
 """Automations (`/app/automations`): the list with where contacts are; an editor for the
-trigger and a list of steps (wait, send an email, tags, lists, update a field, call a webhook
-endpoint, exit): add, move up or down, remove, each step keeping its id so contacts on it stay
+trigger (the settings of the chosen one) and a list of steps (wait, send an email, tags, lists,
+update a field, a condition, call a webhook endpoint, exit): add, move up or down, remove, each step keeping its id so contacts on it stay
 there; activate and pause (the plan's cap explained by the API's message); the runs.
 
-A condition step (yes/no branches) made through the API is kept as it is, shown as a summary,
-and can be moved or removed; its branches are edited through the API for now.
+A condition step has its rule (the segment builder's rows) and its yes and no branches, each
+a path a new step can be added to (the form's shape: automation_form). Changing a step's
+type, the trigger, or a rule condition's field lays the form out again in place (htmx);
+without script, "Show the settings" does.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -22,148 +23,53 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
+from mailroom.dashboard import automation_form as af
 from mailroom.dashboard import render
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
+from mailroom.dashboard.segment_pages import RuleChoices, rule_choices
 from mailroom.forms import service as forms
-from mailroom.lists import service as lists
 from mailroom.models import AutomationRun
 from mailroom.people import sessions
-from mailroom.tags import service as tags
 from mailroom.templates import service as templates
 from mailroom.webhooks import service as webhooks
 
 router = APIRouter(include_in_schema=False)
 PATH = "/app/automations"
 SHOWN = 500
-UNITS = {"minutes": 60, "hours": 3600, "days": 86400}
-EDITABLE = [t for t in STEP_TYPES if t != "condition"]
-MAX_ROWS = 100
+TRIGGER_NAMES = {
+    "contact_created": "a contact is created",
+    "tag_added": "a tag is added",
+    "list_joined": "a contact joins a list",
+    "form_submitted": "a form is submitted",
+    "date_anniversary": "a date comes round",
+    "manual": "you add contacts (API)",
+}
+TRIGGER_HELP = {
+    "contact_created": "A contact created through the API enters, and an import's new "
+    "subscribed contacts when the import runs automations.",
+    "tag_added": "A contact enters when this tag is added to it.",
+    "list_joined": "A contact enters when it joins this list (confirmed, with double opt-in).",
+    "form_submitted": "A contact enters when it submits this form.",
+    "date_anniversary": "Each year, on the date in this field (shifted by the days), at this "
+    "time in the automation's time zone.",
+    "manual": "Contacts enter only when you enrol them through the API "
+    "(POST /api/v1/automations/{id}/enrol).",
+}
 
 
-def _wait_parts(seconds: int) -> tuple[int, str]:
-    for unit in ("days", "hours", "minutes"):
-        if seconds % UNITS[unit] == 0:
-            return seconds // UNITS[unit], unit
-    return max(1, seconds // 60), "minutes"
-
-
-def _row_of(step: dict[str, Any]) -> dict[str, Any]:
-    """A stored step as the editor's row."""
-    row: dict[str, Any] = {"id": step["id"], "type": step["type"], "label": step.get("label") or ""}
-    if step["type"] == "wait":
-        if "until" in step:
-            row["raw"] = json.dumps(step)
-        else:
-            row["amount"], row["unit"] = _wait_parts(int(step["seconds"]))
-    elif step["type"] == "condition":
-        row["raw"] = json.dumps(step)
-        row["summary"] = (
-            f"{len(step.get('yes') or [])} step(s) if it matches, "
-            f"{len(step.get('no') or [])} if not"
-        )
-    else:
-        for key in ("template_id", "tag_id", "list_id", "field", "value"):
-            if key in step:
-                row[key] = step[key]
-        if "endpoint_ids" in step:
-            row["endpoint_id"] = (step["endpoint_ids"] or [""])[0]
-    return row
-
-
-def _rows_from_form(form: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for i in range(MAX_ROWS):
-        if f"type_{i}" not in form:
-            break
-        if form.get(f"remove_{i}") == "on":
-            continue
-        row = {
-            k: str(form.get(f"{k}_{i}") or "")
-            for k in (
-                "id",
-                "type",
-                "label",
-                "amount",
-                "unit",
-                "template_id",
-                "tag_id",
-                "list_id",
-                "field",
-                "value",
-                "endpoint_id",
-                "raw",
-            )
-        }
-        rows.append(row)
-    move = str(form.get("move") or "")
-    if move:
-        direction, _, index = move.partition("_")
-        i = int(index) if index.isdigit() else -1
-        j = i - 1 if direction == "up" else i + 1
-        if 0 <= i < len(rows) and 0 <= j < len(rows):
-            rows[i], rows[j] = rows[j], rows[i]
-    if form.get("add"):
-        rows.append({"type": str(form.get("add_type") or "wait"), "amount": "1", "unit": "days"})
-    return rows
-
-
-def _step_of(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as the API's step (the service checks it)."""
-    if row.get("raw"):
-        return json.loads(row["raw"])
-    step: dict[str, Any] = {"type": row["type"]}
-    if row.get("id"):
-        step["id"] = row["id"]
-    if row.get("label"):
-        step["label"] = row["label"]
-    kind = row["type"]
-    if kind == "wait":
-        amount = row.get("amount") or ""
-        step["seconds"] = (
-            int(amount) * UNITS.get(row.get("unit") or "days", 86400)
-            if amount.isdigit()
-            else amount
-        )
-    elif kind == "send_email":
-        step["template_id"] = row.get("template_id")
-    elif kind in ("add_tag", "remove_tag"):
-        step["tag_id"] = row.get("tag_id")
-    elif kind in ("add_to_list", "remove_from_list"):
-        step["list_id"] = row.get("list_id")
-    elif kind == "update_field":
-        step["field"], step["value"] = row.get("field"), row.get("value")
-    elif kind == "call_webhook":
-        step["endpoint_ids"] = [row["endpoint_id"]] if row.get("endpoint_id") else []
-    return step
-
-
-def _trigger_of(form: dict[str, Any]) -> dict[str, Any]:
-    kind = str(form.get("trigger_type") or "contact_created")
-    trigger: dict[str, Any] = {"type": kind}
-    for key in ("tag_id", "list_id", "form_id", "field"):
-        if form.get(f"trigger_{key}"):
-            trigger[key] = str(form.get(f"trigger_{key}"))
-    if kind == "date_anniversary":
-        days = str(form.get("trigger_days") or "0")
-        trigger["days"] = int(days) if days.lstrip("-").isdigit() else days
-        trigger["time"] = str(form.get("trigger_time") or "09:00")
-    return trigger
-
-
-async def _choices(ctx: Context) -> dict[str, list[tuple[str, str]]]:
+async def _choices(ctx: Context, rules: RuleChoices) -> dict[str, list[tuple[str, str]]]:
     first = PageParams(1, SHOWN)
-    tag_rows, _ = await tags.list_tags(ctx, first, None)
-    list_rows, _ = await lists.list_lists(ctx, first)
     template_rows, _ = await templates.list_templates(ctx, first, None)
     form_rows, _ = await forms.list_forms(ctx, first, None)
     registry = await custom_fields.registry(ctx)
     endpoints = await webhooks.list_endpoints(ctx) if ctx.principal.is_admin else []
     return {
-        "tags": [(t.id, t.name) for t in tag_rows],
-        "lists": [(m.id, m.name) for m in list_rows],
+        "tags": list(rules.by_id["tags"].items()),
+        "lists": list(rules.by_id["lists"].items()),
         "templates": [(t.id, t.name) for t in template_rows],
         "forms": [(f.id, f.name) for f in form_rows],
         "fields": [(k, f.label) for k, f in registry.items()],
+        "date_fields": [(k, f.label) for k, f in registry.items() if f.type == "date"],
         "endpoints": [(e.id, e.description or e.url) for e in endpoints if e.channel == "server"],
     }
 
@@ -222,6 +128,7 @@ async def _editor(
         here = await _where_they_are(ctx, automation_id)
         runs, _ = await automations.runs(ctx, automation_id, PageParams(1, 20), None)
         recent = [{**r, "started": when(r["created_at"])} for r in runs]
+    rules = await rule_choices(ctx)
     return render.page(
         "automation.html",
         status=status,
@@ -231,10 +138,14 @@ async def _editor(
         draft=draft,
         automation_id=automation_id,
         triggers=TRIGGERS,
-        step_types=EDITABLE,
+        trigger_names=TRIGGER_NAMES,
+        trigger_help=TRIGGER_HELP,
+        step_types=STEP_TYPES,
         labels=LABELS,
-        units=list(UNITS),
-        choices=await _choices(ctx),
+        units=list(af.UNITS),
+        places=af.places(draft["rows"]),
+        choices=await _choices(ctx, rules),
+        **rules.shown(),
         stats=stats,
         here=here,
         runs=recent,
@@ -250,7 +161,7 @@ async def new_automation(request: Request) -> Response:
             "name": "",
             "status": "draft",
             "trigger": {"type": "contact_created"},
-            "rows": [{"type": "wait", "amount": 1, "unit": "days"}],
+            "rows": af.lay_out([af.StepRow(type="wait")]),
             "allow_reentry": False,
             "time_zone": "UTC",
         }
@@ -263,11 +174,12 @@ async def new_automation(request: Request) -> Response:
 async def automation_page(automation_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         stored = await automations.get_automation(ctx, automation_id)
+        by_id = (await rule_choices(ctx)).by_id
         draft = {
             "name": stored.name,
             "status": stored.status,
             "trigger": dict(stored.trigger),
-            "rows": [_row_of(s) for s in stored.steps],
+            "rows": af.rows_of(stored.steps, by_id),
             "allow_reentry": stored.allow_reentry,
             "time_zone": stored.time_zone,
         }
@@ -276,11 +188,11 @@ async def automation_page(automation_id: str, request: Request) -> Response:
     return await as_visitor(request, work)
 
 
-def _draft_of(form: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _draft_of(form: dict[str, Any], rows: list[af.StepRow]) -> dict[str, Any]:
     return {
         "name": str(form.get("name") or ""),
         "status": str(form.get("status") or "draft"),
-        "trigger": _trigger_of(form),
+        "trigger": af.trigger_of(form),
         "rows": rows,
         "allow_reentry": form.get("allow_reentry") == "on",
         "time_zone": str(form.get("time_zone") or "UTC"),
@@ -289,22 +201,23 @@ def _draft_of(form: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any
 
 @router.post(f"{PATH}/save")
 async def save_automation(request: Request) -> Response:
-    """Save, or (add / move) lay the steps out again without saving."""
+    """Save, or (add, move, a changed type: `layout`) lay the steps out again unsaved."""
 
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         automation_id = str(form.get("automation_id") or "")
-        rows = _rows_from_form(form)
+        rows = af.rows_from_form(form)
         draft = _draft_of(form, rows)
-        if form.get("add") or form.get("move"):
+        if any(form.get(k) for k in ("add", "move", "addrule", "layout")):
             return await _editor(visitor, ctx, draft, automation_id=automation_id)
-        body = {
-            "name": draft["name"],
-            "trigger": draft["trigger"],
-            "steps": [_step_of(r) for r in rows],
-            "allow_reentry": draft["allow_reentry"],
-            "time_zone": draft["time_zone"],
-        }
         try:
+            rules = await rule_choices(ctx)
+            body = {
+                "name": draft["name"],
+                "trigger": draft["trigger"],
+                "steps": af.steps_of(rows, rules.registry, rules.by_name),
+                "allow_reentry": draft["allow_reentry"],
+                "time_zone": draft["time_zone"],
+            }
             if automation_id:
                 saved = await automations.update_automation(ctx, automation_id, body)
             else:

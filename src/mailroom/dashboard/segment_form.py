@@ -1,23 +1,27 @@
-"""The segment builder's form and the API's rule, both ways.
+"""The rule builder's form and the API's rule, both ways (segments, and automations' condition
+steps, which carry one rule each under their own prefix).
 
-The form is a flat list of condition rows (`field_i`, `op_i`, `value_i`, `group_i`) with a
-match for the top level and for two nested groups (`a`, `b`): that is the API's rule with up to
-two groups inside it. Values are typed for the rule (numbers, day counts, lists of values);
-tags and lists are named in the form and sent as ids. `segments.rules` judges the result, so
-a refusal is the API's own message.
+The form is a flat list of condition rows (`field_i`, `op_i`, `value_i`, `group_i`, and
+`campaign_i` for email activity) and the groups they sit in: the rule itself (`match_top`)
+and nested groups (`gparent_<id>`, `match_<id>`), a group inside a group at most, as the API
+nests three levels. A row's group may be `new` or `new:<id>` to open a group there. Values are
+typed for the rule (numbers, day counts, lists of values); tags and lists are named in the form
+and sent as ids. `segments.rules` judges the result, so a refusal is the API's own message.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from mailroom.core.errors import ApiError
 from mailroom.segments import rules as r
 
-GROUPS = ("", "a", "b")  # the top level, then the two nested groups
 TEXT_ENTRY_OPS = frozenset({"in"})
 DAY_OPS = frozenset({"within_last", "not_within_last", "anniversary_in"})
+GROUP_ID = re.compile(r"^g[0-9]{1,3}$")
+NEW = "new"
 
 
 @dataclass
@@ -25,14 +29,44 @@ class Row:
     field: str = "email"
     op: str = "contains"
     value: str = ""
-    group: str = ""
+    group: str = ""  # "" is the rule itself
+    campaign: str = ""  # activity: one campaign, or any
 
 
 @dataclass
 class Builder:
     name: str = ""
-    match: dict[str, str] = field(default_factory=lambda: dict.fromkeys(GROUPS, "all"))
+    match: dict[str, str] = field(default_factory=lambda: {"": "all"})
+    parents: dict[str, str] = field(default_factory=dict)  # group id -> its parent ("" top)
     rows: list[Row] = field(default_factory=list)
+
+    def new_group(self, parent: str) -> str:
+        number = 1
+        while f"g{number}" in self.parents:
+            number += 1
+        self.parents[f"g{number}"] = parent
+        self.match[f"g{number}"] = "all"
+        return f"g{number}"
+
+    def children(self, parent: str) -> list[str]:
+        return [g for g, p in self.parents.items() if p == parent]
+
+    def labels(self) -> dict[str, str]:
+        """Each group's name as shown: group 1, group 2, group 1.1 (numbered in rule order)."""
+        named: dict[str, str] = {}
+        for n, top in enumerate(self.children(""), start=1):
+            named[top] = f"group {n}"
+            for m, inner in enumerate(self.children(top), start=1):
+                named[inner] = f"group {n}.{m}"
+        return named
+
+    def group_choices(self) -> list[tuple[str, str]]:
+        """(value, text) for a row's "In" picker: where it is, and where a group can open."""
+        named = self.labels()
+        choices = [("", "the rule")] + [(g, named[g]) for g in named]
+        choices.append((NEW, "a new group"))
+        choices += [(f"{NEW}:{g}", f"a new group in {named[g]}") for g in self.children("")]
+        return choices
 
 
 def fields_of(registry: r.Registry) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -53,30 +87,69 @@ def fields_of(registry: r.Registry) -> list[tuple[str, str, tuple[str, ...]]]:
     return chosen
 
 
-def from_form(form: dict[str, Any]) -> Builder:
-    builder = Builder(name=str(form.get("name") or "").strip())
-    for group in GROUPS:
-        chosen = str(form.get(f"match_{group or 'top'}") or "all")
-        builder.match[group] = chosen if chosen in ("all", "any") else "all"
+def from_form(form: dict[str, Any], prefix: str = "") -> Builder:
+    builder = Builder(name=str(form.get(f"{prefix}name") or "").strip())
+    chosen = str(form.get(f"{prefix}match_top") or "all")
+    builder.match[""] = chosen if chosen in ("all", "any") else "all"
+    stated = {
+        key.removeprefix(f"{prefix}gparent_"): str(value or "")
+        for key, value in form.items()
+        if key.startswith(f"{prefix}gparent_")
+    }
+    # Two levels of groups under the rule: a parent is the rule or a group directly under it.
+    for group, parent in sorted(stated.items(), key=lambda item: (len(item[0]), item[0])):
+        top_level = parent == "" or (GROUP_ID.match(parent) and stated.get(parent) == "")
+        if GROUP_ID.match(group) and top_level:
+            builder.parents[group] = parent
+    for group in builder.parents:
+        match = str(form.get(f"{prefix}match_{group}") or "all")
+        builder.match[group] = match if match in ("all", "any") else "all"
     i = 0
-    while f"field_{i}" in form and i < r.MAX_CONDITIONS:
+    while f"{prefix}field_{i}" in form and i < r.MAX_CONDITIONS:
         row = Row(
-            field=str(form.get(f"field_{i}") or ""),
-            op=str(form.get(f"op_{i}") or ""),
-            value=str(form.get(f"value_{i}") or "").strip(),
-            group=str(form.get(f"group_{i}") or ""),
+            field=str(form.get(f"{prefix}field_{i}") or ""),
+            op=str(form.get(f"{prefix}op_{i}") or ""),
+            value=str(form.get(f"{prefix}value_{i}") or "").strip(),
+            group=str(form.get(f"{prefix}group_{i}") or ""),
+            campaign=str(form.get(f"{prefix}campaign_{i}") or ""),
         )
-        if row.group not in GROUPS:
-            row.group = ""
-        if form.get(f"remove_{i}") != "on":
+        if form.get(f"{prefix}remove_{i}") != "on":
+            place(builder, row)
             builder.rows.append(row)
         i += 1
+    _prune(builder)
     return builder
+
+
+def place(builder: Builder, row: Row) -> None:
+    """Put the row in the group it names, opening a new one if it asks for that."""
+    if row.group == NEW:
+        row.group = builder.new_group("")
+    elif row.group.startswith(f"{NEW}:"):
+        parent = row.group.removeprefix(f"{NEW}:")
+        ok = builder.parents.get(parent) == ""
+        row.group = builder.new_group(parent if ok else "")
+    elif row.group not in builder.parents:
+        row.group = ""
+
+
+def _prune(builder: Builder) -> None:
+    """Groups left without conditions (in them or in a group inside) are gone."""
+    used = {row.group for row in builder.rows}
+    used |= {builder.parents[g] for g in used if g}
+    for group in [g for g in builder.parents if g not in used]:
+        del builder.parents[group]
+        builder.match.pop(group, None)
 
 
 def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> Any:
     """The row's text as the rule's value for its field and operator."""
     text = row.value
+    if row.field == "activity":
+        activity: dict[str, Any] = {"campaign_id": row.campaign} if row.campaign else {}
+        if text:
+            activity["within_days"] = int(text) if text.isdigit() else text
+        return activity or None
     if row.op in r.NO_VALUE_OPS:
         return None
     if row.field == "tags":
@@ -92,8 +165,6 @@ def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> 
         if list_id is None:
             raise ApiError(400, f"No list is named {text or '(empty)'}")
         return list_id
-    if row.field == "activity":
-        return {"within_days": int(text)} if text.isdigit() else None
     if row.op in DAY_OPS:
         return int(text) if text.isdigit() else text
     if row.op in TEXT_ENTRY_OPS:
@@ -112,17 +183,21 @@ def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> 
 def to_rule(
     builder: Builder, registry: r.Registry, names: dict[str, dict[str, str]]
 ) -> dict[str, Any]:
-    top: list[dict[str, Any]] = []
-    nested: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
-    for row in builder.rows:
-        condition = {"field": row.field, "op": row.op}
-        value = _value(row, registry, names)
-        if value is not None or (row.field == "activity" and row.op not in r.NO_VALUE_OPS):
-            condition["value"] = value
-        (nested[row.group] if row.group else top).append(condition)
-    for group in ("a", "b"):
-        if nested[group]:
-            top.append({"match": builder.match[group], "conditions": nested[group]})
+    def conditions_of(group: str) -> list[dict[str, Any]]:
+        made: list[dict[str, Any]] = []
+        for row in (row for row in builder.rows if row.group == group):
+            condition = {"field": row.field, "op": row.op}
+            value = _value(row, registry, names)
+            if value is not None or (row.field == "activity" and row.op not in r.NO_VALUE_OPS):
+                condition["value"] = value
+            made.append(condition)
+        for inner in builder.children(group):
+            nested = conditions_of(inner)
+            if nested:
+                made.append({"match": builder.match.get(inner, "all"), "conditions": nested})
+        return made
+
+    top = conditions_of("")
     if not top:
         raise ApiError(400, "Add at least one condition.")
     return {"match": builder.match[""], "conditions": top}
@@ -142,20 +217,22 @@ def _text(condition: dict[str, Any], ids: dict[str, dict[str, str]]) -> str:
 
 
 def from_rule(name: str, rule: dict[str, Any], ids: dict[str, dict[str, str]]) -> Builder:
-    """A saved rule as the form (groups past the first two are shown as the top level's)."""
+    """A saved rule as the form, every nested group kept."""
     builder = Builder(name=name)
     builder.match[""] = str(rule.get("match") or "all")
-    groups = iter(("a", "b"))
-    for item in rule.get("conditions") or []:
-        if "conditions" in item:
-            group = next(groups, "")
-            if group:
-                builder.match[group] = str(item.get("match") or "all")
-            for inner in item.get("conditions") or []:
-                if "conditions" not in inner:
-                    builder.rows.append(
-                        Row(str(inner["field"]), str(inner["op"]), _text(inner, ids), group)
-                    )
-        else:
-            builder.rows.append(Row(str(item["field"]), str(item["op"]), _text(item, ids), ""))
+
+    def read(conditions: list[dict[str, Any]], group: str) -> None:
+        for item in conditions:
+            if "conditions" in item:
+                inner = builder.new_group(group)
+                builder.match[inner] = str(item.get("match") or "all")
+                read(item.get("conditions") or [], inner)
+                continue
+            value = item.get("value")
+            campaign = value.get("campaign_id") if isinstance(value, dict) else None
+            builder.rows.append(
+                Row(str(item["field"]), str(item["op"]), _text(item, ids), group, campaign or "")
+            )
+
+    read(rule.get("conditions") or [], "")
     return builder

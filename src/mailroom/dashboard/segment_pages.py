@@ -1,15 +1,18 @@
 """Segments (`/app/segments`): the saved segments, and a builder (match all/any, conditions
-by field with the operators of its type, two nested groups, tags and lists by name, activity)
+by field with the operators of its type, nested groups (a group inside a group at most, as the
+API nests three levels), tags and lists by name, email activity with a campaign)
 whose count and sample update as the form changes (htmx posts it on every change; without
 script the "Update the count" button does). Counting and saving use `segments.service`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from mailroom.campaigns import service as campaigns
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
@@ -19,6 +22,7 @@ from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused
 from mailroom.lists import service as lists
 from mailroom.people import sessions
 from mailroom.segments import service as segments
+from mailroom.segments.rules import Registry
 from mailroom.tags import service as tags
 
 router = APIRouter(include_in_schema=False)
@@ -26,16 +30,47 @@ PATH = "/app/segments"
 SHOWN = 500
 
 
-async def _names(ctx: Context) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
-    """(name -> id, id -> name) for tags and lists."""
+@dataclass
+class RuleChoices:
+    """What a rule builder offers and needs: fields with their operators, tags and lists by
+    name (and back), campaigns for email activity. Shared with automations' conditions."""
+
+    registry: Registry
+    by_name: dict[str, dict[str, str]]
+    by_id: dict[str, dict[str, str]]
+    campaigns: list[tuple[str, str]]
+
+    @property
+    def fields(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        return sf.fields_of(self.registry)
+
+    def shown(self) -> dict[str, Any]:
+        fields = self.fields
+        return {
+            "fields": fields,
+            "ops": {name: ops for name, _label, ops in fields},
+            "campaigns": self.campaigns,
+            "tag_names": sorted(self.by_id["tags"].values(), key=str.casefold),
+            "list_names": sorted(self.by_id["lists"].values(), key=str.casefold),
+        }
+
+
+async def rule_choices(ctx: Context) -> RuleChoices:
     tag_rows, _ = await tags.list_tags(ctx, PageParams(1, SHOWN), None)
     list_rows, _ = await lists.list_lists(ctx, PageParams(1, SHOWN))
-    by_name = {
-        "tags": {t.name.casefold(): t.id for t in tag_rows},
-        "lists": {m.name.casefold(): m.id for m in list_rows},
-    }
-    by_id = {"tags": {t.id: t.name for t in tag_rows}, "lists": {m.id: m.name for m in list_rows}}
-    return by_name, by_id
+    campaign_rows, _ = await campaigns.list_campaigns(ctx, PageParams(1, SHOWN), None, None)
+    return RuleChoices(
+        registry=await segments.rule_registry(ctx),
+        by_name={
+            "tags": {t.name.casefold(): t.id for t in tag_rows},
+            "lists": {m.name.casefold(): m.id for m in list_rows},
+        },
+        by_id={
+            "tags": {t.id: t.name for t in tag_rows},
+            "lists": {m.id: m.name for m in list_rows},
+        },
+        campaigns=[(c.id, c.name) for c in campaign_rows],
+    )
 
 
 async def _builder_page(
@@ -47,16 +82,14 @@ async def _builder_page(
     fragment: bool = False,
     status: int = 200,
 ) -> Response:
-    registry = await segments.rule_registry(ctx)
-    by_name, _by_id = await _names(ctx)
+    choices = await rule_choices(ctx)
     preview, problem = None, None
     if builder.rows:
         try:
-            rule = sf.to_rule(builder, registry, by_name)
+            rule = sf.to_rule(builder, choices.registry, choices.by_name)
             preview = await segments.preview_rules(ctx, rule)
         except ApiError as refused:
             problem = refused.message
-    fields = sf.fields_of(registry)
     return render.page(
         "segment_builder.html" if fragment else "segment.html",
         status=status,
@@ -66,14 +99,10 @@ async def _builder_page(
         builder=builder,
         segment_id=segment_id,
         fragment=fragment,
-        fields=fields,
-        ops={name: ops for name, _label, ops in fields},
-        groups=sf.GROUPS,
         preview=preview,
         problem=problem,
-        tag_names=sorted(by_name["tags"]),
-        list_names=sorted(by_name["lists"]),
         flashes=sessions.take_flash(visitor.row),
+        **choices.shown(),
     )
 
 
@@ -106,7 +135,7 @@ async def new_segment(request: Request) -> Response:
 async def segment_page(segment_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         segment = segments.as_dict(await segments.get_segment(ctx, segment_id))
-        _by_name, by_id = await _names(ctx)
+        by_id = (await rule_choices(ctx)).by_id
         builder = sf.from_rule(segment["name"], segment["rules"], by_id)
         return await _builder_page(visitor, ctx, builder, segment_id=segment_id)
 
@@ -120,7 +149,7 @@ async def rebuild(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         builder = sf.from_form(form)
         if form.get("add") or not builder.rows:
-            builder.rows.append(sf.Row(group=str(form.get("add_group") or "")))
+            builder.rows.append(sf.Row())
         return await _builder_page(
             visitor,
             ctx,
@@ -139,9 +168,9 @@ async def save_segment(request: Request) -> Response:
         segment_id = str(form.get("segment_id") or "")
         htmx = bool(request.headers.get("HX-Request"))
         try:
-            registry = await segments.rule_registry(ctx)
-            by_name, _by_id = await _names(ctx)
-            body = {"name": builder.name, "rules": sf.to_rule(builder, registry, by_name)}
+            choices = await rule_choices(ctx)
+            rule = sf.to_rule(builder, choices.registry, choices.by_name)
+            body = {"name": builder.name, "rules": rule}
             if segment_id:
                 saved = await segments.update_segment(ctx, segment_id, body)
             else:

@@ -1,6 +1,6 @@
 """`/app/contacts` for anyone of the workspace: search, filters and sort on the API's query,
 paging; a contact's page with typed custom fields (an invalid value flagged), lists, consent
-and a timeline; edits through the API's rules (a bad value changes nothing), unsubscribe,
+and a timeline (messages, form submissions, automation steps); edits through the API's rules (a bad value changes nothing), unsubscribe,
 delete and erase after a plain-language question; another workspace's contact is 404."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from contextlib import aclosing
 
+from tests.automations.helpers import activate, make_automation, make_tag, run_due
 from tests.dashboard.helpers import csrf_of, signed_in
+from tests.forms.helpers import contact_by_email, make_form, submit
 
 
 async def _contact(client, ws, email: str, **extra) -> dict:
@@ -221,3 +223,37 @@ async def test_bulk_actions_on_ticked_contacts_or_the_whole_filter(app, client, 
             },
         )
         assert picked.status_code == 200 and "b2@shop.example" in picked.text
+
+
+async def test_the_timeline_shows_form_submissions_and_automation_steps(
+    app, client, db, settings, ws
+):
+    tag_id = await make_tag(client, ws, "Signed up")
+    form = await make_form(client, ws, name="Footer signup")
+    automation = await make_automation(
+        client,
+        ws,
+        name="Tagger",
+        trigger={"type": "form_submitted", "form_id": form["id"]},
+        steps=[{"type": "add_tag", "tag_id": tag_id, "label": "Tag them"}],
+    )
+    await activate(client, ws, automation["id"])
+    answered = await submit(client, form["id"], email="fay@mailtest.io")
+    assert answered.status_code in (200, 201), answered.text
+    await run_due(db, settings)
+    contact = await contact_by_email(client, ws, "fay@mailtest.io")
+    assert contact is not None
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        page = await member.get(f"/app/contacts/{contact['id']}")
+    assert page.status_code == 200
+    timeline = re.findall(r"<li[^>]*>(?:(?!</li>).)*</li>", page.text, re.S)
+    texts = [re.sub(r"<[^>]+>|\s+", " ", item).strip() for item in timeline]
+    shown = "\n".join(texts)
+    assert "Submitted form “Footer signup”" in shown
+    assert "Entered automation “Tagger”" in shown
+    assert "Automation “Tagger”: Tag them: done" in shown
+    assert "Left automation “Tagger” (completed)" in shown
+    # Newest first: the automation ended after the form was submitted.
+    order = [next(i for i, t in enumerate(texts) if s in t) for s in ("Left", "Submitted")]
+    assert order == sorted(order)

@@ -6,7 +6,6 @@ delete and erase (each asked in plain words first)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,9 +21,13 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.dashboard import render
+from mailroom.dashboard.contact_timeline import timeline_of
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.lists import service as lists
-from mailroom.models import Campaign, ListMember, MailingList, SendLog
+from mailroom.models import (
+    ListMember,
+    MailingList,
+)
 from mailroom.models.contacts import CONTACT_STATUSES
 from mailroom.people import sessions
 from mailroom.segments import service as segments
@@ -35,7 +38,6 @@ router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 50
 CHOICES = 200  # tags, lists and segments offered in the filter pickers
 FILTER_KEYS = ("q", "status", "tag", "list", "source", "from", "to", "segment")
-TIMELINE = 50  # messages shown on a contact's page
 # Where imports and signup forms keep a contact's consent (in its custom fields).
 CONSENT_KEYS = ("consent_source", "consent_ip", "consent_at", "consent_confirmed_at")
 
@@ -114,44 +116,6 @@ async def contacts_page(request: Request) -> Response:
     return await as_visitor(request, work)
 
 
-async def _timeline(ctx: Context, contact: dict[str, Any]) -> list[dict[str, Any]]:
-    """What happened to the contact, newest first: its own dates and its messages (sent,
-    opened, clicked, bounced, complained, unsubscribed through one)."""
-    items: list[tuple[datetime, str]] = []
-    for key, text in (
-        ("created_at", f"Added ({contact['source']})"),
-        ("subscribed_at", "Subscribed"),
-        ("unsubscribed_at", "Unsubscribed"),
-    ):
-        if contact.get(key):
-            items.append((contact[key], text))
-    rows = await ctx.session.execute(
-        select(SendLog, Campaign.name)
-        .outerjoin(Campaign, Campaign.id == SendLog.campaign_id)
-        .where(SendLog.workspace_id == ctx.workspace_id, SendLog.contact_id == contact["id"])
-        .order_by(SendLog.created_at.desc())
-        .limit(TIMELINE)
-    )
-    for row, campaign_name in rows.all():
-        subject = (row.payload or {}).get("subject") if row.payload else None
-        what = f"campaign “{campaign_name}”" if campaign_name else (subject or row.kind)
-        for at, verb in (
-            (row.sent_at, "Sent"),
-            (row.delivered_at, "Delivered"),
-            (row.first_opened_at, "Opened"),
-            (row.first_clicked_at, "Clicked"),
-            (row.bounced_at, "Bounced"),
-            (row.complained_at, "Reported as spam"),
-            (row.unsubscribed_at, "Unsubscribed from"),
-        ):
-            if at is not None:
-                items.append((at, f"{verb}: {what}"))
-        if row.status in ("failed", "skipped") and row.updated_at:
-            items.append((row.updated_at, f"Not sent ({row.status}): {what}"))
-    items.sort(key=lambda item: item[0], reverse=True)
-    return [{"when": when(at), "text": text} for at, text in items]
-
-
 async def _contact_page(
     visitor: Visitor, ctx: Context, contact_id: str, *, status: int = 200
 ) -> Response:
@@ -189,7 +153,7 @@ async def _contact_page(
             for i, n, s, at in memberships.all()
         ],
         consent=consent,
-        timeline=await _timeline(ctx, contact),
+        timeline=await timeline_of(ctx, contact),
         flashes=sessions.take_flash(visitor.row),
     )
 

@@ -49,7 +49,10 @@ class FormSubmission(Base):
     opt-in, or an address that had unsubscribed or been deleted), then `confirmed`."""
 
     __tablename__ = "form_submissions"
-    __table_args__ = (Index("ix_form_submissions_form_created", "form_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_form_submissions_form_created", "form_id", "created_at"),
+        Index("ix_form_submissions_contact", "contact_id"),  # a contact's timeline
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))

@@ -4,6 +4,9 @@ desktop and phone width (build/screenshots/dashboard/), labels, contrast, no bro
 
 from __future__ import annotations
 
+from PIL import Image
+from playwright.async_api import expect
+
 from tests.browser import SCREENSHOTS
 from tests.dashboard.browsing import checked, choose_password, flashes, submit
 from tests.dashboard.helpers import make_person
@@ -193,7 +196,7 @@ async def test_a_segment_counts_as_conditions_are_added(
 
 
 async def test_a_template_written_and_previewed_as_a_contact(
-    live_server, page, client, db, settings, ws
+    live_server, page, client, db, settings, ws, tmp_path
 ):
     made = await client.post(
         "/api/v1/contacts",
@@ -219,6 +222,22 @@ async def test_a_template_written_and_previewed_as_a_contact(
     # The email's own inline style applies inside its frame.
     assert await heading.evaluate("e => getComputedStyle(e).color") == "rgb(180, 35, 24)"
     assert await page.frame_locator("iframe.phone").first.locator("h1").inner_text() == "Hello Ann"
+
+    # The previews follow the draft as it is typed, before it is saved.
+    await page.get_by_label("HTML", exact=True).fill("<h1>Changed for {{ first_name }}</h1>")
+    await expect(heading).to_have_text("Changed for Ann")
+    # An image uploaded beside the editor (in place) and inserted at the cursor.
+    picture = tmp_path / "logo.png"
+    Image.new("RGB", (40, 20), (10, 120, 200)).save(picture)
+    await page.get_by_label("Upload an image").set_input_files(str(picture))
+    await page.get_by_role("button", name="Upload", exact=True).click()
+    await page.get_by_role("status").filter(has_text="Image “logo.png” uploaded.").wait_for()
+    await page.get_by_label("HTML", exact=True).press("End")
+    await page.get_by_role("button", name="Insert logo.png").click()
+    assert '<img src="' in await page.get_by_label("HTML", exact=True).input_value()
+    await expect(desktop.locator("img")).to_have_count(1)
+    await submit(page, "Save template")
+    assert "Template “Welcome” saved." in (await flashes(page))[0]
     await checked(page, "template")
     # A full-page screenshot leaves sandboxed frames blank: the previews, photographed alone.
     await page.locator(".previews").screenshot(

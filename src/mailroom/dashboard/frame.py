@@ -256,6 +256,12 @@ async def undo(session: AsyncSession, visitor: Visitor) -> None:
     """Roll back what the page wrote before a refusal (bad input changes nothing), then read
     the visitor's rows again for the answer (a rollback expires them)."""
     await session.rollback()
+    await reread(session, visitor)
+
+
+async def reread(session: AsyncSession, visitor: Visitor) -> None:
+    """The visitor's rows read again after a service ended the transaction itself (one that
+    releases its connection before network I/O, like an image upload)."""
     await session.refresh(visitor.person)
     await session.refresh(visitor.row)
 

@@ -1,19 +1,24 @@
 """Templates (`/app/templates`): the list, an editor for the subject, preheader, HTML and text
-with the merge tags explained, and a preview of the saved template as a chosen contact (or
-sample values) at desktop and phone width. Saving goes through `templates.service` (its name
-rules and syntax check); the preview is its `preview_template`, rendered off the event loop.
+with the merge tags explained, the media library beside it (pick an image to insert or copy
+its address; upload there too), and a preview as a chosen contact (or sample values) at
+desktop and phone width that follows the draft as it is typed. Saving goes through
+`templates.service` (its name rules and syntax check); the previews are its
+`preview_template` (the saved version: the frames' first page, and all there is without
+script) and `preview_draft` (the editor's content, posted into the frames by app.js).
 
-The preview is its own document in a sandboxed frame: email HTML needs inline styles and
+A preview is its own document in a sandboxed frame: email HTML needs inline styles and
 remote images, which the dashboard's own policy forbids, and the sandbox runs no script.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import escape
+from starlette.datastructures import UploadFile
 
 from mailroom.contacts import service as contacts
 from mailroom.core.context import Context
@@ -21,13 +26,25 @@ from mailroom.core.emails import normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
+from mailroom.dashboard.frame import (
+    Visitor,
+    as_visitor,
+    audit_write,
+    local_path,
+    refused,
+    reread,
+    undo,
+    when,
+)
+from mailroom.media import service as media
 from mailroom.people import sessions
 from mailroom.templates import service as templates
+from mailroom.templates.render import Rendered
 
 router = APIRouter(include_in_schema=False)
 PATH = "/app/templates"
 PARTS = ("subject", "preheader", "html_content", "text_content")
+LIBRARY_SHOWN = 24
 MERGE_TAGS = [
     ("{{ first_name }}", "the contact's first name"),
     ("{{ last_name }}", "the contact's last name"),
@@ -65,17 +82,43 @@ async def templates_page(request: Request) -> Response:
     return await as_visitor(request, work)
 
 
-def _editor(
+async def _library(ctx: Context) -> dict[str, Any]:
+    """The newest images of the media library, for the editor's picker."""
+    shown = await media.library(ctx)
+    shown["files"] = shown["files"][:LIBRARY_SHOWN]
+    return shown
+
+
+def _with_images(library: dict[str, Any]) -> dict[str, str]:
+    """The page's policy, letting the library's thumbnails load from where they are hosted."""
+    origins = {
+        urlsplit(f["url"])._replace(path="", query="", fragment="").geturl()
+        for f in library["files"]
+    }
+    if not origins:
+        return {}
+    sources = " ".join(sorted(o for o in origins if o.startswith(("http://", "https://"))))
+    return {
+        "Content-Security-Policy": render.CSP.replace(
+            "img-src 'self' data:", f"img-src 'self' data: {sources}"
+        )
+    }
+
+
+async def _editor(
     visitor: Visitor,
+    ctx: Context,
     draft: dict[str, Any],
     *,
     template_id: str = "",
     status: int = 200,
     preview_as: str = "",
 ) -> Response:
+    library = await _library(ctx)
     return render.page(
         "template.html",
         status=status,
+        headers=_with_images(library),
         title=draft.get("name") or "New template",
         section="templates",
         visitor=visitor,
@@ -83,6 +126,7 @@ def _editor(
         template_id=template_id,
         merge_tags=MERGE_TAGS,
         preview_as=preview_as,
+        library=library,
         flashes=sessions.take_flash(visitor.row),
     )
 
@@ -90,7 +134,7 @@ def _editor(
 @router.get(f"{PATH}/new")
 async def new_template(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        return _editor(visitor, {"name": "", **dict.fromkeys(PARTS, "")})
+        return await _editor(visitor, ctx, {"name": "", **dict.fromkeys(PARTS, "")})
 
     return await as_visitor(request, work)
 
@@ -100,7 +144,7 @@ async def template_page(template_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         template = templates.as_dict(await templates.get_template(ctx, template_id))
         preview_as = (request.query_params.get("as") or "").strip()
-        return _editor(visitor, template, template_id=template_id, preview_as=preview_as)
+        return await _editor(visitor, ctx, template, template_id=template_id, preview_as=preview_as)
 
     return await as_visitor(request, work)
 
@@ -121,7 +165,9 @@ async def save_template(request: Request) -> Response:
             if problem.status == 404:
                 raise
             await refused(ctx, visitor, problem)
-            return _editor(visitor, draft, template_id=template_id, status=problem.status)
+            return await _editor(
+                visitor, ctx, draft, template_id=template_id, status=problem.status
+            )
         operation = "update_template" if template_id else "create_template"
         audit_write(ctx, request, operation, saved.id, 200 if template_id else 201)
         sessions.flash(visitor.row, "ok", f"Template “{saved.name}” saved.")
@@ -142,34 +188,101 @@ async def delete_template(template_id: str, request: Request) -> Response:
     return await as_visitor(request, work)
 
 
+async def _preview(ctx: Context, request: Request, asked: str, make: Any) -> Response:
+    """A preview frame's document: `make(contact_id)` renders; as the contact with the
+    address `asked` (empty: sample values); the text version in a <pre> when asked."""
+    contact_id = None
+    if asked:
+        found = await contacts.find_by_email(ctx, normalize_email(asked))
+        if found is None:
+            return HTMLResponse(
+                "<p>No contact has that address: showing nothing.</p>",
+                status_code=404,
+                headers=PREVIEW_HEADERS,
+            )
+        contact_id = found.id
+    await ctx.session.commit()  # the render runs after, with no transaction open
+    try:
+        rendered: Rendered = await make(contact_id)
+    except ApiError as problem:
+        return HTMLResponse(
+            f"<p>{escape(problem.message)}</p>", status_code=problem.status, headers=PREVIEW_HEADERS
+        )
+    if request.query_params.get("part") == "text":
+        body = f"<pre style='white-space:pre-wrap'>{escape(rendered.text)}</pre>"
+        return HTMLResponse(body, headers=PREVIEW_HEADERS)
+    return HTMLResponse(rendered.html, headers=PREVIEW_HEADERS)
+
+
 @router.get(f"{PATH}/{{template_id}}/preview")
 async def preview_template(template_id: str, request: Request) -> Response:
-    """The rendered HTML (or the text version in a <pre>), as the contact named by `as`."""
+    """The saved template rendered, as the contact named by `as`."""
 
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         asked = (request.query_params.get("as") or "").strip()
-        contact_id = None
-        if asked:
-            found = await contacts.find_by_email(ctx, normalize_email(asked))
-            if found is None:
-                return HTMLResponse(
-                    "<p>No contact has that address: showing nothing.</p>",
-                    status_code=404,
-                    headers=PREVIEW_HEADERS,
-                )
-            contact_id = found.id
-        await ctx.session.commit()  # the render runs after, with no transaction open
-        try:
-            rendered = await templates.preview_template(ctx, template_id, contact_id)
-        except ApiError as problem:
-            return HTMLResponse(
-                f"<p>{escape(problem.message)}</p>",
-                status_code=problem.status,
-                headers=PREVIEW_HEADERS,
+        return await _preview(
+            ctx,
+            request,
+            asked,
+            lambda contact_id: templates.preview_template(ctx, template_id, contact_id),
+        )
+
+    return await as_visitor(request, work)
+
+
+@router.post(f"{PATH}/draft-preview")
+async def preview_draft(request: Request) -> Response:
+    """The editor's content as it is now (not saved), posted into a preview frame."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        parts = {part: str(form.get(part) or "") for part in PARTS}
+        return await _preview(
+            ctx,
+            request,
+            str(form.get("as") or "").strip(),
+            lambda contact_id: templates.preview_draft(ctx, parts, contact_id),
+        )
+
+    return await as_visitor(request, work)
+
+
+@router.post(f"{PATH}/media")
+async def upload_image(request: Request) -> Response:
+    """An image into the media library from the editor: the library again in place (htmx),
+    or back to the editor with a note."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        back = str(form.get("back") or "")
+        back = back if back.startswith(f"{PATH}/") and local_path(back) == back else PATH
+        file = form.get("file")
+        problem, uploaded = None, ""
+        if not isinstance(file, UploadFile) or not file.filename:
+            problem = "Choose an image to upload."
+        else:
+            try:
+                made = await media.upload(ctx, await file.read(media.MAX_BYTES + 1), file.filename)
+            except ApiError as refusal:
+                await undo(ctx.session, visitor)
+                problem = refusal.message
+            else:
+                await reread(ctx.session, visitor)  # the upload let go of the transaction
+                uploaded = made["file"]["name"]
+                audit_write(ctx, request, "upload_media", made["file"]["id"], 201)
+        if request.headers.get("HX-Request"):
+            library = await _library(ctx)
+            return render.page(
+                "media_picker.html",
+                headers=_with_images(library),
+                library=library,
+                visitor=visitor,
+                back=back,
+                problem=problem,
+                uploaded=uploaded,
             )
-        if request.query_params.get("part") == "text":
-            body = f"<pre style='white-space:pre-wrap'>{escape(rendered.text)}</pre>"
-            return HTMLResponse(body, headers=PREVIEW_HEADERS)
-        return HTMLResponse(rendered.html, headers=PREVIEW_HEADERS)
+        if problem:
+            sessions.flash(visitor.row, "error", problem)
+        else:
+            sessions.flash(visitor.row, "ok", f"Image “{uploaded}” uploaded.")
+        return RedirectResponse(back, status_code=303)
 
     return await as_visitor(request, work)

@@ -23,6 +23,7 @@ from mailroom.templates.render import (
     Rendered,
     RenderError,
     compile_cached,
+    compile_template,
     merge_context,
     syntax_error,
 )
@@ -171,7 +172,10 @@ def preview_links(public_url: str) -> dict[str, str]:
 
 
 def _render(key: Any, parts: tuple[str, str, str, str], context: dict[str, Any]) -> Rendered:
-    return compile_cached(key, *parts).render(context)
+    # A draft (key None) changes at every keystroke: compiled afresh, kept out of the cache
+    # the sends share.
+    compiled = compile_template(*parts) if key is None else compile_cached(key, *parts)
+    return compiled.render(context)
 
 
 async def preview_template(ctx: Context, template_id: str, contact_id: Any) -> Rendered:
@@ -181,6 +185,21 @@ async def preview_template(ctx: Context, template_id: str, contact_id: Any) -> R
     if contact_id is not None and not isinstance(contact_id, str):
         raise ApiError(400, "contact_id must be a string")
     template = await get_template(ctx, template_id)
+    key = (template.id, template.updated_at)
+    parts = (template.subject, template.preheader, template.html_content, template.text_content)
+    return await preview_parts(ctx, parts, contact_id, key)
+
+
+async def preview_draft(ctx: Context, parts: dict[str, str], contact_id: str | None) -> Rendered:
+    """Content not saved (the dashboard's editor as it is typed), rendered as the preview is:
+    a syntax error or a failed render is the same 422."""
+    texts = [check_part(name, str(parts.get(name) or "")) for name in FIELDS]
+    return await preview_parts(ctx, (texts[0], texts[1], texts[2], texts[3]), contact_id, None)
+
+
+async def preview_parts(
+    ctx: Context, parts: tuple[str, str, str, str], contact_id: str | None, key: Any
+) -> Rendered:
     if contact_id:
         contact = await contacts.get_contact(ctx, contact_id)
         recipient = Recipient(
@@ -194,8 +213,6 @@ async def preview_template(ctx: Context, template_id: str, contact_id: Any) -> R
     workspace_name = await ctx.session.scalar(
         select(Workspace.name).where(Workspace.id == ctx.workspace_id)
     )
-    key = (template.id, template.updated_at)
-    parts = (template.subject, template.preheader, template.html_content, template.text_content)
     # Reads done: release the connection before compiling and rendering (CPU, up to the
     # render's time budget), which run off the event loop.
     await ctx.session.rollback()

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from mailroom.campaigns.service import get_campaign, stats
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
-from mailroom.models import SendLog, TrackingHit
+from mailroom.models import Campaign, TrackingHit
 
 HOURS = 48
 
@@ -22,8 +22,15 @@ def _rate(part: int, whole: int) -> float:
 
 
 async def report(ctx: Context, campaign_id: str) -> dict[str, Any]:
-    campaign = await get_campaign(ctx, campaign_id)
-    counts = (await stats(ctx, [campaign.id]))[campaign.id]
+    _counts, found = await report_of(ctx, await get_campaign(ctx, campaign_id))
+    return found
+
+
+async def report_of(ctx: Context, campaign: Campaign) -> tuple[dict[str, int], dict[str, Any]]:
+    """(the campaign's stats as `describe` gives them, its report): the send log is read
+    once for both (a report page at 50,000 recipients reads it in one pass, not three)."""
+    counts = (await stats(ctx, [campaign.id], with_sums=True))[campaign.id]
+    opens, clicks = counts.pop("opens"), counts.pop("clicks")
     totals = {
         name: counts[name]
         for name in (
@@ -37,14 +44,6 @@ async def report(ctx: Context, campaign_id: str) -> dict[str, Any]:
             "unsubscribed",
         )
     }
-    opens, clicks = (
-        await ctx.session.execute(
-            select(
-                func.coalesce(func.sum(SendLog.open_count), 0),
-                func.coalesce(func.sum(SendLog.click_count), 0),
-            ).where(SendLog.workspace_id == ctx.workspace_id, SendLog.campaign_id == campaign.id)
-        )
-    ).one()
     people = (
         TrackingHit.workspace_id == ctx.workspace_id,
         TrackingHit.campaign_id == campaign.id,
@@ -61,7 +60,7 @@ async def report(ctx: Context, campaign_id: str) -> dict[str, Any]:
         .order_by(func.count().desc(), TrackingHit.url)
     )
     sent = totals["sent"]
-    return {
+    return counts, {
         "totals": totals,
         "opens": int(opens),
         "clicks": int(clicks),

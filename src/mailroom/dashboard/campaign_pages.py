@@ -25,6 +25,7 @@ from mailroom.dashboard import render
 from mailroom.dashboard.charts import hourly_chart
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.lists import service as lists
+from mailroom.models import Campaign
 from mailroom.people import sessions
 from mailroom.segments import service as segments
 from mailroom.sending import service as sending
@@ -209,10 +210,9 @@ async def save_campaign(request: Request) -> Response:
     return await as_visitor(request, work)
 
 
-async def _report_page(
-    visitor: Visitor, ctx: Context, campaign: dict[str, Any], page: int
-) -> Response:
-    found = await report.report(ctx, campaign["id"])
+async def _report_page(visitor: Visitor, ctx: Context, stored: Campaign, page: int) -> Response:
+    counts, found = await report.report_of(ctx, stored)
+    campaign = campaigns.as_dict(stored, counts)
     rows, total = await campaigns.recipients(ctx, campaign["id"], PageParams(page, LOG_PAGE))
     for row in rows:
         row["sent"] = when(row["sent_at"])
@@ -241,11 +241,12 @@ async def _report_page(
 @router.get(f"{PATH}/{{campaign_id}}")
 async def campaign_page(campaign_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        campaign = await campaigns.describe(ctx, await campaigns.get_campaign(ctx, campaign_id))
-        if campaign["status"] in ("sending", "sent", "cancelled"):
+        stored = await campaigns.get_campaign(ctx, campaign_id)
+        if stored.status in ("sending", "sent", "cancelled"):
             raw = request.query_params.get("page") or "1"
             page = max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
-            return await _report_page(visitor, ctx, campaign, page)
+            return await _report_page(visitor, ctx, stored, page)
+        campaign = await campaigns.describe(ctx, stored)
         draft = {**campaign, **{k: campaign[k] or "" for k in TEXT_FIELDS}}
         return await _editor(visitor, ctx, draft, campaign_id=campaign_id)
 

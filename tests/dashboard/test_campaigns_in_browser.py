@@ -9,6 +9,7 @@ import re
 import time
 
 import httpx
+from playwright.async_api import expect
 
 from tests.automations.helpers import run_due
 from tests.dashboard.browsing import checked, choose_password, flashes, submit
@@ -92,6 +93,11 @@ async def test_a_form_built_submitted_and_confirmed(
         page, live_server, await make_person(db, settings, ws, "ada@shop.example")
     )
     await page.goto(f"{live_server}/app/forms/new")
+    # The preview follows the form as it is built, before it is saved.
+    await page.get_by_label("Label of First name").fill("Your first name")
+    preview = page.frame_locator("iframe.preview")
+    await expect(preview.get_by_text("Your first name")).to_have_count(1)
+    await page.get_by_label("Label of First name").fill("")
     await page.get_by_label("Name", exact=True).fill("Footer signup")
     await page.get_by_role("group", name="Join these lists").get_by_label("News").check()
     await submit(page, "Save form")

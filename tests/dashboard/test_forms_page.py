@@ -55,3 +55,38 @@ async def test_build_a_form_submit_it_and_delete_it(app, client, db, settings, w
         gone = await member.post(f"/app/forms/{form_id}/delete", data={"csrf": token})
         assert gone.status_code == 303
         assert (await client.get(f"/f/{form_id}")).status_code == 404
+
+
+async def test_the_builder_previews_the_form_before_it_is_saved(app, client, db, settings, ws):
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        token = csrf_of((await member.get("/app/forms/new")).text)
+        draft = {
+            "csrf": token,
+            "name": "Footer",
+            "key_0": "email",
+            "ask_0": "on",
+            "order_0": "1",
+            "key_1": "first_name",
+            "ask_1": "on",
+            "label_1": "Your first name",
+            "required_1": "on",
+            "order_1": "2",
+            "key_2": "last_name",
+            "order_2": "3",
+            "consent_text": "We write once a month.",
+            "languages": "fr",
+        }
+        shown = await member.post("/app/forms/draft-preview", data=draft)
+        assert shown.status_code == 200
+        assert "Your first name" in shown.text and "We write once a month." in shown.text
+        assert 'lang="fr"' in shown.text
+        assert 'name="last_name"' not in shown.text  # not asked
+        policy = shown.headers["content-security-policy"]
+        assert "form-action 'none'" in policy and "frame-ancestors 'self'" in policy
+        unknown = await member.post(
+            "/app/forms/draft-preview", data={**draft, "key_2": "shoe_size", "ask_2": "on"}
+        )
+        assert unknown.status_code == 400 and "shoe_size" in unknown.text
+    listed = await client.get("/api/v1/forms", headers=ws.headers)
+    assert listed.json()["forms"] == []  # a preview saves nothing

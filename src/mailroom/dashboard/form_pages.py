@@ -1,14 +1,19 @@
 """Signup forms (`/app/forms`): the list with submissions and confirmations; a builder (which
 fields to ask, their labels, which are required, the order; lists, double opt-in, the thank-you
 message or redirect, consent text, languages) with the hosted page previewed in a frame, the
-hosted link and the embed code to copy. Saving is `forms.service` (the API's rules)."""
+hosted link and the embed code to copy. Saving is `forms.service` (the API's rules).
+
+The preview frame shows the saved hosted page; with script, app.js posts the builder's
+fields into it as they change (`draft-preview`: the hosted page's own template and policy,
+in the first chosen language), so it follows the form being built before it is saved."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import escape
 
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
@@ -20,11 +25,17 @@ from mailroom.forms import render as form_render
 from mailroom.forms import service as forms
 from mailroom.lists import service as lists
 from mailroom.pages.i18n import LANGUAGES
+from mailroom.pages.render import HEADERS as PAGE_HEADERS
 from mailroom.people import sessions
 
 router = APIRouter(include_in_schema=False)
 PATH = "/app/forms"
 SHOWN = 500
+# The hosted page's own policy, framed by the dashboard only, posting nowhere.
+PREVIEW_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'; "
+    "frame-ancestors 'self'"
+)
 
 
 @router.get(PATH)
@@ -200,5 +211,30 @@ async def delete_form(form_id: str, request: Request) -> Response:
         audit_write(ctx, request, "delete_form", form_id, 200)
         sessions.flash(visitor.row, "ok", f"Form “{name}” deleted; its page now answers 404.")
         return RedirectResponse(PATH, status_code=303)
+
+    return await as_visitor(request, work)
+
+
+@router.post(f"{PATH}/draft-preview")
+async def preview_draft(request: Request) -> Response:
+    """The hosted page as the builder's fields stand now (nothing saved), for the preview
+    frame: a field the API would refuse shows its message instead."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        body = _body(form)
+        headers = {**PAGE_HEADERS, "Content-Security-Policy": PREVIEW_CSP}
+        try:
+            fields = await forms.draft_fields(ctx, body["fields"])
+        except ApiError as problem:
+            html = f"<p>{escape(problem.message)}</p>"
+            return HTMLResponse(html, status_code=problem.status, headers=headers)
+        html = form_render.page(
+            lang=body["languages"][0],
+            title=body["name"] or "Signup",
+            action="#",
+            fields=fields,
+            consent_text=body["consent_text"],
+        )
+        return HTMLResponse(html, headers=headers)
 
     return await as_visitor(request, work)

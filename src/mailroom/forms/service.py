@@ -204,8 +204,14 @@ def shown_fields(
 ) -> list[Field]:
     """The form's fields with their types (a custom field's from the registry; one deleted
     meanwhile is left out). Labels default to the page's words, or the registry's label."""
+    return _shown(form.fields, registry)
+
+
+def _shown(
+    stored_fields: list[dict[str, Any]], registry: dict[str, CustomFieldDefinition]
+) -> list[Field]:
     shown: list[Field] = []
-    for stored in form.fields:
+    for stored in stored_fields:
         key = stored["key"]
         if key in BUILT_IN:
             kind, options, label = ("email" if key == "email" else "text"), None, stored["label"]
@@ -217,6 +223,13 @@ def shown_fields(
             label = stored["label"] or definition.label
         shown.append(Field(key, label, kind, bool(stored["required"]), options))
     return shown
+
+
+async def draft_fields(ctx: Context, raw: Any) -> list[Field]:
+    """Fields as a client sent them (not saved), checked as on save and shown as a saved
+    form's are: the dashboard's live preview of a form being built."""
+    registry = await custom_fields.registry(ctx)
+    return _shown(_fields(raw, registry), registry)
 
 
 _ENGLISH = {"email": "Email", "first_name": "First name", "last_name": "Last name"}

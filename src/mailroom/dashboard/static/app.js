@@ -19,60 +19,66 @@ for (const swatch of document.querySelectorAll(".swatch[data-color]")) {
   if (/^#[0-9a-fA-F]{3,8}$/.test(swatch.dataset.color)) swatch.style.background = swatch.dataset.color;
 }
 
-// Template editor: the previews follow the draft. Each frame has its own hidden form posting
-// the editor's content to it (a form re-submitted before its last post left replaces that
-// one, so a burst of typing sends only the latest). Without this script the frames show the
-// saved version.
-const editor = document.querySelector("form[data-live-preview]");
-if (editor) {
-  const parts = ["subject", "preheader", "html_content", "text_content"];
-  const posters = [...document.querySelectorAll("iframe[data-part]")].map((frame) => {
-    const form = document.createElement("form");
-    form.method = "post";
-    form.hidden = true;
-    form.target = frame.name;
-    form.action = "/app/templates/draft-preview" + (frame.dataset.part === "text" ? "?part=text" : "");
-    for (const name of ["csrf", "as", ...parts]) {
-      const input = document.createElement("input");
-      input.type = "hidden";
-      input.name = name;
-      form.append(input);
+// Live previews: a frame marked data-preview-of="<form id>" shows what its data-preview-url
+// renders for that form's values as they are now, posted into the frame by a hidden form of
+// its own (a form re-submitted before its last post left replaces that one, so a burst of
+// typing sends only the latest). The source form may name one more input to send with
+// data-preview-with. Without this script the frames show the saved version.
+const previews = new Map();
+for (const frame of document.querySelectorAll("iframe[data-preview-of]")) {
+  const source = document.getElementById(frame.dataset.previewOf);
+  if (!source) continue;
+  const poster = document.createElement("form");
+  poster.method = "post";
+  poster.hidden = true;
+  poster.target = frame.name;
+  poster.action = frame.dataset.previewUrl;
+  document.body.append(poster);
+  if (!previews.has(source)) previews.set(source, []);
+  previews.get(source).push(poster);
+}
+const postPreview = (source) => {
+  const data = new FormData(source);
+  const extra = source.dataset.previewWith && document.querySelector(source.dataset.previewWith);
+  if (extra) data.set(extra.name, extra.value);
+  for (const poster of previews.get(source)) {
+    const inputs = [];
+    for (const [name, value] of data) {
+      if (typeof value !== "string") continue;
+      inputs.push(Object.assign(document.createElement("input"), { type: "hidden", name, value }));
     }
-    document.body.append(form);
-    return form;
-  });
-  const asWho = document.getElementById("t-as");
-  const refresh = () => {
-    for (const form of posters) {
-      form.elements.csrf.value = editor.elements.csrf.value;
-      form.elements.as.value = asWho ? asWho.value : "";
-      for (const name of parts) form.elements[name].value = editor.elements[name].value;
-      form.submit();
-    }
-  };
+    poster.replaceChildren(...inputs);
+    poster.submit();
+  }
+};
+for (const source of previews.keys()) {
   let timer = null;
   const soon = () => {
     clearTimeout(timer);
-    timer = setTimeout(refresh, 400);
+    timer = setTimeout(() => postPreview(source), 400);
   };
-  editor.addEventListener("input", soon);
-  if (asWho) asWho.addEventListener("change", soon);
+  source.addEventListener("input", soon);
+  source.addEventListener("change", soon);
+  const extra = source.dataset.previewWith && document.querySelector(source.dataset.previewWith);
+  if (extra) extra.addEventListener("change", soon);
   const note = document.getElementById("preview-note");
   if (note) note.textContent = note.dataset.live;
-  refresh();
+  postPreview(source);
+}
 
-  // Images from the library: inserted into the HTML where the cursor is.
+// Template editor: an image from the media library inserted into the HTML at the cursor.
+const htmlArea = document.querySelector("#template-editor textarea[name=html_content]");
+if (htmlArea) {
   document.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-insert-image]");
     if (!button) return;
-    const area = editor.elements.html_content;
-    const alt = (button.dataset.alt || "").replace(/"/g, "&quot;");
+    const alt = (button.dataset.alt || "").replace(/&/g, "&amp;").replace(/"/g, "&quot;");
     const tag = `<img src="${button.dataset.insertImage}" alt="${alt}" style="max-width:100%;height:auto">`;
-    const at = area.selectionStart ?? area.value.length;
-    area.value = area.value.slice(0, at) + tag + area.value.slice(area.selectionEnd ?? at);
-    area.focus();
-    area.selectionStart = area.selectionEnd = at + tag.length;
-    soon();
+    const at = htmlArea.selectionStart ?? htmlArea.value.length;
+    htmlArea.value = htmlArea.value.slice(0, at) + tag + htmlArea.value.slice(htmlArea.selectionEnd ?? at);
+    htmlArea.focus();
+    htmlArea.selectionStart = htmlArea.selectionEnd = at + tag.length;
+    htmlArea.dispatchEvent(new Event("input", { bubbles: true }));
   });
   const showInsert = () => {
     for (const b of document.querySelectorAll("button[data-insert-image]")) b.hidden = false;

@@ -89,6 +89,11 @@ async def test_write_test_send_and_report(app, client, db, settings, ws, sink, d
         assert "3 of 3 sent" in report.text and 'value="100"' in report.text
         assert report.text.count("@mailtest.io</td>") == 3
         assert "Opens and clicks per hour" in report.text  # the chart's title
+        # The outcomes as bars scaled to the 3 sent, each with its figure in words.
+        assert 'aria-label="What happened to the sent emails"' in report.text
+        assert '<progress max="3" value="0" aria-label="Bounced">0 (0.0 %)</progress>' in (
+            report.text
+        )
 
         listed = await member.get("/app/campaigns")
         assert f'href="/app/campaigns/{campaign_id}">Spring sale</a>' in listed.text

@@ -22,7 +22,7 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.charts import hourly_chart
+from mailroom.dashboard.charts import bar_chart, hourly_chart
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.lists import service as lists
 from mailroom.models import Campaign
@@ -35,6 +35,7 @@ from mailroom.templates import service as templates
 router = APIRouter(include_in_schema=False)
 PATH = "/app/campaigns"
 SHOWN = 500
+LINKS_CHARTED = 20  # the table below lists them all
 LOG_PAGE = 50
 TEXT_FIELDS = (
     "name",
@@ -230,6 +231,23 @@ async def _report_page(visitor: Visitor, ctx: Context, stored: Campaign, page: i
         rates={k: f"{v * 100:.1f} %" for k, v in found["rates"].items()},
         progress=progress,
         chart=hourly_chart(found["hourly"]),
+        outcomes=bar_chart(
+            [
+                ("Delivered", totals["delivered"]),
+                ("Opened", totals["opened"]),
+                ("Clicked", totals["clicked"]),
+                ("Bounced", totals["bounced"]),
+                ("Reported as spam", totals["complained"]),
+                ("Unsubscribed", totals["unsubscribed"]),
+            ],
+            whole=totals["sent"],
+        )
+        if totals["sent"]
+        else None,
+        link_chart=bar_chart(
+            [(link["url"], link["clicks"]) for link in found["links"][:LINKS_CHARTED]],
+            kind="clicks",
+        ),
         recipients=rows,
         log_page=page,
         log_pages=max(1, -(-total // LOG_PAGE)),

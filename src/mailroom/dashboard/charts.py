@@ -45,3 +45,23 @@ def hourly_chart(hourly: list[dict[str, Any]]) -> dict[str, Any] | None:
         "opens": sum(h["opens"] for h in hourly),
         "clicks": sum(h["clicks"] for h in hourly),
     }
+
+
+def bar_chart(
+    items: list[tuple[str, int]], *, whole: int | None = None, kind: str = "opens"
+) -> dict[str, Any] | None:
+    """Horizontal bars, one per (label, count), drawn as <progress> elements (they reflow on a
+    phone where an SVG's text would shrink): scaled to `whole` (and shown as a share of it)
+    or, without one, to the largest count."""
+    if not items:
+        return None
+    top = max([whole or 0, 1] + [n for _label, n in items])
+    rows = [
+        {
+            "label": label,
+            "value": n,
+            "text": f"{n:,}" + (f" ({n * 100 / whole:.1f} %)" if whole else ""),
+        }
+        for label, n in items
+    ]
+    return {"top": top, "rows": rows, "kind": kind}

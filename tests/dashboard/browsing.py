@@ -83,3 +83,11 @@ async def sign_in(page, email: str, password: str):
     await page.get_by_label("Email").fill(email)
     await page.get_by_label("Password").fill(password)
     return await submit(page, "Sign in")
+
+
+async def settled(page) -> None:
+    """Until htmx has no request in flight and nothing swapping or settling: an event fired
+    on a form in those few milliseconds can be lost with the element it was fired on."""
+    await page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )

@@ -8,7 +8,7 @@ from PIL import Image
 from playwright.async_api import expect
 
 from tests.browser import SCREENSHOTS
-from tests.dashboard.browsing import checked, choose_password, flashes, submit
+from tests.dashboard.browsing import checked, choose_password, flashes, settled, submit
 from tests.dashboard.helpers import make_person
 
 
@@ -185,6 +185,16 @@ async def test_a_segment_counts_as_conditions_are_added(
         "() => (document.querySelector('#segment-count .figure') || {}).textContent?.startsWith('1')"
     )
     assert "1" in await count.inner_text()
+    # The second condition into a group of its own: the group's match appears in place.
+
+    await settled(page)
+    await page.get_by_label("Group of condition 2").select_option(label="a new group")
+    await page.get_by_label("Group 1 matches").wait_for()
+    await page.get_by_label("Group 1 matches").select_option("any")
+    await page.wait_for_function(
+        "() => (document.querySelector('#segment-count .figure') || {}).textContent?.startsWith('1')"
+    )
+    await checked(page, "segment-group")
     await page.get_by_role("button", name="Save segment").click()
     await page.wait_for_function(
         "() => /\\/app\\/segments\\/[0-9a-f-]{36}$/.test(location.pathname)"

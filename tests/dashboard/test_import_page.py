@@ -1,14 +1,17 @@
 """`/app/import`: upload a CSV, see its columns read by the import's own aliases, change one,
 choose options, then the progress page until the result (the API importer's report): counts,
 placeholders skipped, the list joined. A bad mapping changes nothing; another workspace cannot
-read a run; an unknown run says nothing was imported."""
+read a run nor start an upload; an unknown run says so; a run whose server died says nothing
+was imported. The state lives in a file beside the upload, so any server process answers."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from contextlib import aclosing
+from pathlib import Path
 
 from tests.dashboard.helpers import csrf_of, signed_in
 
@@ -98,6 +101,53 @@ async def test_upload_map_import_and_read_the_result(app, client, db, settings, 
             hidden = await stranger.get(f"/app/import/{upload}")
             assert hidden.status_code == 404 and "ann@mailtest.io" not in hidden.text
         gone = await member.get("/app/import/nosuchrun")
-        assert gone.status_code == 404 and "nothing of the file was imported" in gone.text
+        assert gone.status_code == 404 and "No import has this address" in gone.text
         again = await member.post(f"/app/import/{upload}", data={"csrf": token, "col_0": "email"})
         assert again.status_code == 404  # the upload is used up
+
+
+async def test_another_workspace_cannot_start_an_upload(app, client, db, settings, ws, factory):
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        token = csrf_of((await member.get("/app/import")).text)
+        mapped = await member.post(
+            "/app/import",
+            data={"csrf": token},
+            files={"file": ("people.csv", CSV.encode(), "text/csv")},
+        )
+        upload = re.search(r'action="/app/import/([A-Za-z0-9]+)"', mapped.text).group(1)
+    other = await factory.workspace("pro")
+    stranger = await signed_in(app, db, settings, other, "eve@else.example")
+    async with aclosing(stranger):
+        their_token = csrf_of((await stranger.get("/app/import")).text)
+        taken = await stranger.post(
+            f"/app/import/{upload}", data={"csrf": their_token, "col_0": "email"}
+        )
+        assert taken.status_code == 404
+    listed = await client.get("/api/v1/contacts", headers=other.headers)
+    assert listed.json()["pagination"]["total"] == 0
+
+
+async def test_a_run_whose_server_died_says_nothing_was_imported(app, db, settings, ws):
+    folder = Path(settings.data_dir) / "imports"
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {
+        "workspace_id": ws.workspace_id,
+        "step": "inserting",
+        "done": 10,
+        "total": 100,
+        "status": "running",
+        "report": None,
+        "error": None,
+        "updated": time.time() - 3600,
+    }
+    (folder / "deadrun.json").write_text(json.dumps(state))
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        page = await member.get("/app/import/deadrun")
+        assert page.status_code == 200
+        assert "The server stopped during this import" in page.text
+        assert 'hx-trigger="every 500ms"' not in page.text  # no more polling
+        (folder / "liverun.json").write_text(json.dumps({**state, "updated": time.time()}))
+        live = await member.get("/app/import/liverun")
+        assert "10 of 100" in live.text and 'hx-trigger="every 500ms"' in live.text

@@ -4,10 +4,13 @@ the result. The import itself is `contacts.importer.run_import`, the API's and t
 transaction, all rows or none.
 
 The upload waits between the two steps as a file in the data directory (named by a random
-token, removed when the import ends). The import runs as a task of the server process that
-took the "Import" click, and its progress lives in that process (`RUNS`): on SQLite a progress
-row could not be written while the import holds the write lock. A page that finds no such run
-says so; a server that died mid-import imported nothing.
+token, with a state file beside it naming its workspace; the file is removed when the import
+ends, the upload and the state after a day). The import runs as a task of the server process that took
+the "Import" click; its progress is written to the state file (atomically, a few times a
+second), so any process of the server (`serve --workers N`) answers the progress page. Not
+a database row: on SQLite a progress row could not be written while the import holds the
+write lock. A run whose state has not moved for `STALE` seconds was in a server that died:
+nothing was imported (all or nothing), and the page says so.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +49,13 @@ router = APIRouter(include_in_schema=False)
 log = logging.getLogger("mailroom.dashboard.import")
 PATH = "/app/import"
 SAMPLES = 3
-KEEP_FINISHED = 3600.0  # seconds a finished run's result stays readable
+KEEP = 86_400.0  # seconds an upload waits for its "Import" click, and a result stays readable
+STALE = 600.0  # seconds without progress after which a running import's server is gone
+SAVE_EVERY = 0.25  # seconds between progress writes
+DIED = (
+    "The server stopped during this import, so nothing of the file was imported (an import "
+    "is all or nothing): upload it again."
+)
 TARGETS = [t for t in columns.MAPPING_TARGETS if t != "custom"]
 OPTION_FIELDS = (
     "default_status",
@@ -64,11 +74,10 @@ class ImportRun:
     step: str = "starting"
     done: int = 0
     total: int = 0
-    status: str = "running"  # running | done | failed
+    status: str = "uploaded"  # uploaded | running | done | failed
     report: dict[str, Any] | None = None
     error: str | None = None
-    finished: float | None = None
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
+    updated: float = 0.0  # wall-clock time of the last write
 
     @property
     def percent(self) -> int:
@@ -77,7 +86,8 @@ class ImportRun:
         return int(self.done * 100 / self.total) if self.total else 0
 
 
-RUNS: dict[str, ImportRun] = {}
+# Running imports' tasks, held so they are not collected while they run.
+TASKS: set[asyncio.Task[None]] = set()
 
 
 def _folder(settings: Settings) -> Path:
@@ -93,11 +103,40 @@ def _upload_path(settings: Settings, token: str) -> Path | None:
     return path if path.exists() else None
 
 
-def _forget_old() -> None:
-    now = time.monotonic()
-    for token, run in list(RUNS.items()):
-        if run.finished is not None and now - run.finished > KEEP_FINISHED:
-            del RUNS[token]
+def _state_path(settings: Settings, token: str) -> Path:
+    return _folder(settings) / f"{token}.json"
+
+
+def _save(settings: Settings, token: str, run: ImportRun) -> None:
+    """Write the run's state whole (a reader never sees half a file)."""
+    run.updated = time.time()
+    path = _state_path(settings, token)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(asdict(run)))
+    os.replace(partial, path)
+
+
+def _load(settings: Settings, token: str) -> ImportRun | None:
+    if not token.isalnum():
+        return None
+    try:
+        run = ImportRun(**json.loads(_state_path(settings, token).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if run.status == "running" and time.time() - run.updated > STALE:
+        run.status, run.error = "failed", DIED
+    return run
+
+
+def _forget_old(settings: Settings) -> None:
+    """Uploads never imported and results of imports, after a day."""
+    now = time.time()
+    for path in _folder(settings).iterdir():
+        try:
+            if now - path.stat().st_mtime > KEEP:
+                path.unlink(missing_ok=True)
+        except OSError:
+            continue  # another process removed it first
 
 
 @router.get(PATH)
@@ -152,6 +191,7 @@ async def upload(request: Request) -> Response:
         token = secrets.token_urlsafe(18).replace("-", "x").replace("_", "y")
         path = _folder(ctx.settings) / f"{token}.csv"
         await asyncio.to_thread(path.write_bytes, content)
+        await asyncio.to_thread(_save, ctx.settings, token, ImportRun(visitor.workspace_id))
         mapped = _default_targets(headers)
         for item in mapped:
             item["samples"] = [
@@ -189,13 +229,21 @@ async def _run(
     db: Database,
     settings: Settings,
     principal: Principal,
+    token: str,
     run: ImportRun,
     path: Path,
     options: importer.ImportOptions,
     person_path: str,
 ) -> None:
+    last_saved = 0.0
+
     def step(name: str, done: int, total: int) -> None:
+        nonlocal last_saved
         run.step, run.done, run.total = name, done, total
+        now = time.monotonic()
+        if now - last_saved >= SAVE_EVERY:
+            last_saved = now
+            _save(settings, token, run)  # a few hundred bytes: cheaper than a thread hop
 
     try:
         content = await asyncio.to_thread(path.read_bytes)
@@ -219,7 +267,7 @@ async def _run(
         log.exception("dashboard import failed")
         run.error, run.status = "Import failed; nothing was imported", "failed"
     finally:
-        run.finished = time.monotonic()
+        await asyncio.to_thread(_save, settings, token, run)
         await asyncio.to_thread(path.unlink, missing_ok=True)
 
 
@@ -227,8 +275,11 @@ async def _run(
 async def start(token: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         path = _upload_path(ctx.settings, token)
-        if path is None or token in RUNS:
+        state = _load(ctx.settings, token)
+        if path is None or state is None or state.workspace_id != visitor.workspace_id:
             raise ApiError(404, "This upload is no longer here: upload the file again.")
+        if state.status != "uploaded":  # started already (a second click, another tab)
+            return RedirectResponse(f"{PATH}/{token}", status_code=303)
         headers, _rows = await asyncio.to_thread(
             rows_.read_csv, await asyncio.to_thread(path.read_bytes)
         )
@@ -242,33 +293,45 @@ async def start(token: str, request: Request) -> Response:
         except ApiError as problem:
             sessions.flash(visitor.row, "error", problem.message)
             return RedirectResponse(PATH, status_code=303)
-        _forget_old()
-        run = RUNS[token] = ImportRun(visitor.workspace_id)
-        run.task = asyncio.create_task(
+        await asyncio.to_thread(_forget_old, ctx.settings)
+        claimed = path.with_suffix(".importing")
+        try:  # one start per upload, whichever process takes the click
+            await asyncio.to_thread(os.rename, path, claimed)
+        except FileNotFoundError:
+            return RedirectResponse(f"{PATH}/{token}", status_code=303)
+        path = claimed
+        run = ImportRun(visitor.workspace_id, status="running")
+        await asyncio.to_thread(_save, ctx.settings, token, run)
+        task = asyncio.create_task(
             _run(
                 get_db(request),
                 get_settings_dep(request),
                 visitor.principal,
+                token,
                 run,
                 path,
                 options,
                 request.url.path,
             )
         )
+        TASKS.add(task)
+        task.add_done_callback(TASKS.discard)
         return RedirectResponse(f"{PATH}/{token}", status_code=303)
 
     return await as_visitor(request, work)
 
 
-def _run_of(visitor: Visitor, token: str) -> ImportRun | None:
-    run = RUNS.get(token)
-    return run if run is not None and run.workspace_id == visitor.workspace_id else None
+def _run_of(visitor: Visitor, settings: Settings, token: str) -> ImportRun | None:
+    run = _load(settings, token)
+    if run is None or run.workspace_id != visitor.workspace_id or run.status == "uploaded":
+        return None
+    return run
 
 
 @router.get(f"{PATH}/{{token}}")
 async def progress_page(token: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        run = _run_of(visitor, token)
+        run = await asyncio.to_thread(_run_of, visitor, ctx.settings, token)
         fragment = bool(request.headers.get("HX-Request"))
         template = "import_progress.html" if fragment else "import_run.html"
         return render.page(

@@ -130,3 +130,23 @@ async def test_write_test_send_and_report(app, client, db, settings, ws, sink, d
         assert re.search(
             "Campaign “Copy of Spring sale” deleted.", (await member.get("/app/campaigns")).text
         )
+
+
+async def test_the_campaign_list_pages(app, client, db, settings, ws):
+    for n in range(27):
+        made = await client.post(
+            "/api/v1/campaigns",
+            json={"name": f"Letter {n:02d}", "subject": "Hi", "html_content": "<p>Hi</p>"},
+            headers=ws.headers,
+        )
+        assert made.status_code == 201, made.text
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        first = await member.get("/app/campaigns")
+        second = await member.get("/app/campaigns?page=2")
+        beyond = await member.get("/app/campaigns?page=99")
+    names = re.compile(r">Letter (\d\d)</a>")
+    assert len(names.findall(first.text)) == 25 and "Page 1 of 2" in first.text
+    assert names.findall(first.text)[0] == "26"  # newest first
+    assert sorted(names.findall(second.text)) == ["00", "01"]
+    assert names.findall(beyond.text) == [] and beyond.status_code == 200

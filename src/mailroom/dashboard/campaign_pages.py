@@ -37,6 +37,7 @@ PATH = "/app/campaigns"
 SHOWN = 500
 LINKS_CHARTED = 20  # the table below lists them all
 LOG_PAGE = 50
+LIST_PAGE = 25
 TEXT_FIELDS = (
     "name",
     "subject",
@@ -53,9 +54,10 @@ def _rate(part: int, whole: int) -> str:
     return f"{part / whole * 100:.1f} %" if whole else "—"
 
 
-async def campaign_rows(ctx: Context, count: int) -> list[dict[str, Any]]:
-    """The newest `count` campaigns as the list and the overview show them, with rates."""
-    rows, _total = await campaigns.list_campaigns(ctx, PageParams(1, count), None, None)
+async def campaign_rows(ctx: Context, page: PageParams) -> tuple[list[dict[str, Any]], int]:
+    """A page of campaigns, newest first, as the list and the overview show them, with rates
+    (read from the send log of this page's campaigns only: paging bounds that read)."""
+    rows, total = await campaigns.list_campaigns(ctx, page, None, None)
     stats = await campaigns.stats(ctx, [c.id for c in rows])
     return [
         {
@@ -68,18 +70,25 @@ async def campaign_rows(ctx: Context, count: int) -> list[dict[str, Any]]:
             "click_rate": _rate(stats[c.id]["clicked"], stats[c.id]["sent"]),
         }
         for c in rows
-    ]
+    ], total
 
 
 @router.get(PATH)
 async def campaigns_page(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        raw = request.query_params.get("page") or "1"
+        page = max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+        rows, total = await campaign_rows(ctx, PageParams(page, LIST_PAGE))
         return render.page(
             "campaigns.html",
             title="Campaigns",
             section="campaigns",
             visitor=visitor,
-            rows=await campaign_rows(ctx, SHOWN),
+            rows=rows,
+            total=total,
+            page=page,
+            pages=max(1, -(-total // LIST_PAGE)),
+            page_url=lambda n: f"?page={n}",
             flashes=sessions.take_flash(visitor.row),
         )
 

@@ -48,7 +48,7 @@ async def overview(request: Request) -> Response:
             else 0,
             bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
             complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
-            campaigns=await campaign_rows(ctx, RECENT),
+            campaigns=(await campaign_rows(ctx, PageParams(1, RECENT)))[0],
             automations=[
                 {"name": a.name, "active": runs[a.id]["active"], "enrolled": runs[a.id]["enrolled"]}
                 for a in running

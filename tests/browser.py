@@ -80,13 +80,19 @@ async def page(browser: Any) -> AsyncIterator[Any]:
         await context.close()
 
 
+# What is reported as an error but is not one: a response's status is the test's to assert (a
+# 404 page is meant to be one), and htmx logs a request it aborted on purpose (`hx-sync`
+# replace: a newer change supersedes it) as `htmx:sendAbort` with its `htmx:afterRequest`;
+# a request that really failed still logs `htmx:sendError`, `htmx:responseError` and so on.
+NOT_ERRORS = ("Failed to load resource", "htmx:sendAbort", "htmx:afterRequest")
+
+
 def console_errors(page: Any) -> list[str]:
-    """Script errors and policy violations. A response's status is the test's to assert (a
-    404 page is meant to be one), so "Failed to load resource" lines are left out."""
+    """Script errors, policy violations and htmx's failed requests."""
     errors: list[str] = []
 
     def on_console(message: Any) -> None:
-        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+        if message.type == "error" and not message.text.startswith(NOT_ERRORS):
             errors.append(message.text)
 
     page.on("console", on_console)

@@ -91,3 +91,13 @@ async def settled(page) -> None:
     await page.wait_for_function(
         "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
     )
+
+
+async def relaid(page, path: str, action) -> None:
+    """Make a change htmx posts to `path` (`action`, a coroutine such as a select_option) and
+    wait until its answer is swapped in and settled: acting sooner races the swap, which
+    brings back the form as it was posted, and acting on a form still settling is lost."""
+    await settled(page)
+    async with page.expect_response(lambda r: path in r.url and r.request.method == "POST"):
+        await action
+    await settled(page)

@@ -12,7 +12,7 @@ import httpx
 from playwright.async_api import expect
 
 from tests.automations.helpers import run_due
-from tests.dashboard.browsing import checked, choose_password, flashes, submit
+from tests.dashboard.browsing import checked, choose_password, flashes, relaid, submit
 from tests.dashboard.helpers import make_person
 from tests.sending.conftest import driver, sink, verified_domain  # noqa: F401
 from tests.sending.helpers import HTML, make_contacts, make_list
@@ -157,8 +157,11 @@ async def test_a_two_step_automation_a_new_contact_goes_through(
     )
     await page.goto(f"{live_server}/app/automations/new")
     await page.get_by_label("Name", exact=True).fill("Welcome")
-    await page.get_by_label("Step 1", exact=True).select_option("add_tag")
-    await page.get_by_label("Tag", exact=True).wait_for()  # laid out again in place
+    await relaid(  # laid out again in place
+        page,
+        "/app/automations/save",
+        page.get_by_label("Step 1", exact=True).select_option("add_tag"),
+    )
     await page.get_by_label("New step").select_option("send_email")
     await submit(page, "Add the step")
     await page.get_by_label("Tag", exact=True).select_option(label="VIP")

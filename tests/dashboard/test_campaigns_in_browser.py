@@ -102,7 +102,7 @@ async def test_a_form_built_submitted_and_confirmed(
     await page.get_by_role("group", name="Join these lists").get_by_label("News").check()
     await submit(page, "Save form")
     assert "Form “Footer signup” saved." in (await flashes(page))[0]
-    assert await page.frame_locator("iframe.preview").locator("form").count() == 1
+    await expect(page.frame_locator("iframe.preview").locator("form")).to_have_count(1)
     await checked(page, "form-builder")
     hosted = await page.get_by_label("Hosted page").input_value()
 

@@ -1,7 +1,8 @@
 """Automations (`/app/automations`): the list with where contacts are; an editor for the
-trigger (the settings of the chosen one) and a list of steps (wait, send an email, tags, lists,
-update a field, a condition, call a webhook endpoint, exit): add, move up or down, remove, each step keeping its id so contacts on it stay
-there; activate and pause (the plan's cap explained by the API's message); the runs.
+trigger (the settings of the chosen one) and a list of steps (wait, send an email, tags,
+lists, update a field, a condition, call a webhook endpoint, exit): add, move up or down,
+remove, each step keeping its id so contacts on it stay there; activate and pause (the plan's
+cap explained by the API's message); the runs.
 
 A condition step has its rule (the segment builder's rows) and its yes and no branches, each
 a path a new step can be added to (the form's shape: automation_form). Changing a step's
@@ -121,6 +122,7 @@ async def _editor(
     *,
     automation_id: str = "",
     status: int = 200,
+    rules: RuleChoices | None = None,
 ) -> Response:
     stats, here, recent = None, {}, []
     if automation_id:
@@ -128,7 +130,7 @@ async def _editor(
         here = await _where_they_are(ctx, automation_id)
         runs, _ = await automations.runs(ctx, automation_id, PageParams(1, 20), None)
         recent = [{**r, "started": when(r["created_at"])} for r in runs]
-    rules = await rule_choices(ctx)
+    rules = rules or await rule_choices(ctx)
     return render.page(
         "automation.html",
         status=status,
@@ -174,16 +176,16 @@ async def new_automation(request: Request) -> Response:
 async def automation_page(automation_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         stored = await automations.get_automation(ctx, automation_id)
-        by_id = (await rule_choices(ctx)).by_id
+        rules = await rule_choices(ctx)
         draft = {
             "name": stored.name,
             "status": stored.status,
             "trigger": dict(stored.trigger),
-            "rows": af.rows_of(stored.steps, by_id),
+            "rows": af.rows_of(stored.steps, rules.by_id),
             "allow_reentry": stored.allow_reentry,
             "time_zone": stored.time_zone,
         }
-        return await _editor(visitor, ctx, draft, automation_id=automation_id)
+        return await _editor(visitor, ctx, draft, automation_id=automation_id, rules=rules)
 
     return await as_visitor(request, work)
 

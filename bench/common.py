@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import statistics
@@ -18,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from mailroom.accounts import service as accounts_service
-from mailroom.app import create_app
+from mailroom.app import create_app, freeze_startup_heap
 from mailroom.migrations import upgrade
 from mailroom.settings import Settings
 
@@ -40,6 +41,7 @@ class BenchContext:
                 database_url=url, data_dir=Path(tmp) / "var", secret_key="bench", **overrides
             )
             app = create_app(settings)
+            freeze_startup_heap()  # as the server's start-up does (no lifespan in process)
             try:
                 async with app.state.db.transaction() as session:
                     _account, workspace = await accounts_service.create_workspace(
@@ -54,6 +56,7 @@ class BenchContext:
                         app, client, workspace.id, {"x-api-key": created.secret}, tmp, settings
                     )
             finally:
+                gc.unfreeze()
                 await app.state.db.dispose()
 
     async def _fresh_database(self, tmp: Path) -> str:

@@ -23,6 +23,17 @@ CSV = (
 )
 
 
+async def _upload(member) -> tuple[str, object]:
+    """(the page's CSRF token, the mapping page answered to uploading CSV)."""
+    token = csrf_of((await member.get("/app/import")).text)
+    mapped = await member.post(
+        "/app/import",
+        data={"csrf": token},
+        files={"file": ("people.csv", CSV.encode(), "text/csv")},
+    )
+    return token, mapped
+
+
 async def _finished(browser, url: str) -> str:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -38,12 +49,7 @@ async def test_upload_map_import_and_read_the_result(app, client, db, settings, 
     list_id = news.json()["list"]["id"]
     member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
     async with aclosing(member):
-        token = csrf_of((await member.get("/app/import")).text)
-        mapped = await member.post(
-            "/app/import",
-            data={"csrf": token},
-            files={"file": ("people.csv", CSV.encode(), "text/csv")},
-        )
+        token, mapped = await _upload(member)
         assert mapped.status_code == 200, mapped.text
         assert "Match the columns of people.csv" in mapped.text
         # The import's aliases: the address column is email; the others custom fields.
@@ -109,12 +115,7 @@ async def test_upload_map_import_and_read_the_result(app, client, db, settings, 
 async def test_another_workspace_cannot_start_an_upload(app, client, db, settings, ws, factory):
     member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
     async with aclosing(member):
-        token = csrf_of((await member.get("/app/import")).text)
-        mapped = await member.post(
-            "/app/import",
-            data={"csrf": token},
-            files={"file": ("people.csv", CSV.encode(), "text/csv")},
-        )
+        _token, mapped = await _upload(member)
         upload = re.search(r'action="/app/import/([A-Za-z0-9]+)"', mapped.text).group(1)
     other = await factory.workspace("pro")
     stranger = await signed_in(app, db, settings, other, "eve@else.example")

@@ -118,7 +118,10 @@ def serve(
         host=host,
         port=port,
         workers=workers,
-        proxy_headers=True,
+        # Forwarded headers only from the proxies named in MAILROOM_TRUSTED_PROXIES (uvicorn
+        # would otherwise believe any local client's X-Forwarded-For).
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
         log_level="info",
     )
 

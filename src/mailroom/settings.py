@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     health_pause_complaint_rate: float = 0.003
     # Public signup-form submissions per client IP and form in a rolling minute (429 past it).
     form_rate_per_minute: int = 10
+    # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or
+    # CIDRs). Empty: none, so a client cannot pick the address every rate limit counts by.
+    trusted_proxies: list[str] = Field(default_factory=list)
     # Dashboard sessions end after this long without a request.
     session_idle_minutes: int = 720
     # Who sends the system's own emails (invitations, password resets).
@@ -96,7 +99,7 @@ class Settings(BaseSettings):
             return [value]
         return value
 
-    @field_validator("webhook_allow_networks", "dns_nameservers", mode="before")
+    @field_validator("webhook_allow_networks", "dns_nameservers", "trusted_proxies", mode="before")
     @classmethod
     def _split_strings(cls, value: object) -> object:
         if isinstance(value, str):

@@ -19,6 +19,7 @@ from mailroom.sending import service as sending
 from mailroom.sending.service import clean_address, clean_from_name
 from mailroom.suppressions import service as suppressions
 from mailroom.templates import service as templates
+from mailroom.templates.source import literal
 
 MAX_VARIABLES = 100
 
@@ -189,11 +190,14 @@ async def queue_system(
         attempts=0,
         open_count=0,
         click_count=0,
+        # The message is finished text: the engine renders every payload as a template, so
+        # it goes in as literal source. A submitter's address, a list or workspace name
+        # holding `{{ ... }}` is then printed, never run.
         payload={
-            "subject": message["subject"],
+            "subject": literal(message["subject"], before_tag=False),
             "preheader": "",
-            "html": message["html_content"],
-            "text": message["text_content"],
+            "html": literal(message["html_content"], before_tag=False),
+            "text": literal(message["text_content"], before_tag=False),
             "from_email": from_email,
             "from_name": from_name,
             "reply_to": reply_to,

@@ -5,15 +5,20 @@ Pure parsing, no database: `read(data) -> Report`. A DSN gives one `Outcome` per
 (`Action` + `Status`); a bounce that is not `multipart/report` (older Exim, qmail, some
 Exchange set-ups) is read from its text when it says a delivery failed and names an enhanced
 status code. The original message's Message-ID is taken from the returned headers when there.
+Each outcome names the recipient it is about in every way the report does (`Outcome.names`):
+a report matched by Message-ID alone is acted on only when one of them is the message's own
+recipient.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email
 import re
 from dataclasses import dataclass, field
 from email import policy
 from email.message import Message
+from email.utils import getaddresses
 
 KINDS = ("hard", "soft", "delivered", "complaint", "ignored")
 
@@ -37,6 +42,16 @@ class Outcome:
     recipient: str = ""
     status: str = ""  # enhanced status code, e.g. 5.1.1
     diagnostic: str = ""
+    # Other addresses the report gives for the same recipient: a DSN's Original-Recipient,
+    # an ARF's Removal-Recipient or the quoted message's To.
+    also: tuple[str, ...] = ()
+
+    def names(self, email: str) -> bool:
+        """Whether the report says it is about `email`."""
+        wanted = normal_address(email)
+        return bool(wanted) and any(
+            normal_address(a) == wanted for a in (self.recipient, *self.also) if a
+        )
 
 
 @dataclass
@@ -76,6 +91,18 @@ def _address(value: str | None) -> str:
     return text.lower()
 
 
+def normal_address(address: str) -> str:
+    """An address as compared: lower case, its domain in IDNA (a report may write the
+    recipient's domain in either form)."""
+    local, at, domain = address.strip().strip("<>").strip().lower().rpartition("@")
+    if not at or not local:
+        return ""
+    domain = domain.rstrip(".")
+    with contextlib.suppress(UnicodeError):  # not a valid name: compared as written
+        domain = domain.encode("idna").decode("ascii")
+    return f"{local}@{domain}"
+
+
 def _kind(action: str, status: str) -> str | None:
     action = action.strip().lower()
     if action in ("delivered", "relayed", "expanded"):
@@ -100,7 +127,8 @@ def _dsn(message: Message) -> Report:
         ):
             continue
         for block in _field_blocks(part)[1:] or _field_blocks(part):
-            recipient = _address(block.get("Final-Recipient") or block.get("Original-Recipient"))
+            original = _address(block.get("Original-Recipient"))
+            recipient = _address(block.get("Final-Recipient")) or original
             if not recipient:
                 continue
             found = _STATUS.search(str(block.get("Status") or ""))
@@ -111,7 +139,8 @@ def _dsn(message: Message) -> Report:
                 status = ".".join(code.groups()) if code else ""
             kind = _kind(str(block.get("Action") or ""), status)
             if kind is not None:
-                report.outcomes.append(Outcome(kind, recipient, status, diagnostic[:500]))
+                also = (original,) if original and original != recipient else ()
+                report.outcomes.append(Outcome(kind, recipient, status, diagnostic[:500], also))
     return report
 
 
@@ -126,9 +155,40 @@ def _arf(message: Message) -> Report:
                 fields.setdefault(name.lower(), str(value))
         feedback = fields.get("feedback-type", "abuse").strip().lower()
         if feedback in ("abuse", "fraud", "virus", "other", "not-spam") and feedback != "not-spam":
-            recipient = _address(fields.get("original-rcpt-to") or fields.get("removal-recipient"))
-            report.outcomes.append(Outcome("complaint", recipient, "", feedback))
+            named = [
+                _address(fields.get("original-rcpt-to")),
+                _address(fields.get("removal-recipient")),
+                *_quoted_recipients(message),
+            ]
+            names = list(dict.fromkeys(a for a in named if a))
+            recipient = names[0] if names else ""
+            report.outcomes.append(Outcome("complaint", recipient, "", feedback, tuple(names[1:])))
     return report
+
+
+def _quoted_recipients(message: Message) -> list[str]:
+    """The `To` addresses of the message a report quotes (whole or its headers only)."""
+    for headers in _quoted_headers(message):
+        found = [a.lower() for _name, a in getaddresses(headers.get_all("To") or []) if "@" in a]
+        if found:
+            return found
+    return []
+
+
+def _quoted_headers(message: Message) -> list[Message]:
+    quoted = []
+    for part in message.walk():
+        kind = part.get_content_type()
+        if kind in ("message/rfc822", "message/global"):
+            payload = part.get_payload()
+            inner = payload[0] if isinstance(payload, list) and payload else None
+            if isinstance(inner, Message):
+                quoted.append(inner)
+        elif kind in ("text/rfc822-headers", "text/global-headers"):
+            payload = part.get_payload(decode=True)
+            text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
+            quoted.append(email.message_from_string(text, policy=policy.compat32))
+    return quoted
 
 
 def _text_bounce(message: Message) -> Report:

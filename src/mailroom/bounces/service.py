@@ -6,6 +6,14 @@ was sent to (`bounces+<token>@...`), which must verify; a report to the domain's
 `bounces@` address is mapped by the original Message-ID it quotes. A token that fails
 verification changes nothing, whatever message it quotes. A mail to `unsubscribe+<token>@...`
 (the List-Unsubscribe mailto) unsubscribes that message's contact.
+
+Anyone can write to the generic address, and a Message-ID is seen by whoever sees the message
+(a forward, a reply's References). So a report mapped by Message-ID alone acts only when it
+names that message's own recipient (its Final-Recipient, Original-Rcpt-To, the quoted To:
+`Outcome.names`), else it is `unmatched` and changes nothing; and it never counts toward
+delivery health: its delivery report is kept with the kind marked `UNVERIFIED`, and
+`sending.health.rates` counts a reported bounce or complaint only through an unmarked
+(signed) one.
 """
 
 from __future__ import annotations
@@ -38,6 +46,15 @@ log = logging.getLogger("mailroom.bounces")
 SOFT_LIMIT = 3  # soft bounces of different messages ...
 SOFT_WINDOW = timedelta(days=15)  # ... within this, with no delivery between: a hard bounce
 Delivered = aliased(DeliveryReport)
+# Appended to a delivery report's kind (`hard?`, `complaint?`, ...) when the report was mapped
+# by Message-ID only: kept for support questions and soft-bounce counting like any other, never
+# counted by delivery health (which reads only the plain kinds).
+UNVERIFIED = "?"
+
+
+def either(kind: str) -> tuple[str, str]:
+    """A report kind, signed or not."""
+    return kind, kind + UNVERIFIED
 
 
 @dataclass(frozen=True)
@@ -113,6 +130,7 @@ async def handle(db: Database, settings: Settings, recipients: list[str], data: 
 class _Acted:
     row: Any
     outcome: Outcome
+    signed: bool  # mapped through a verified return-path token, not a Message-ID
     word: str = ""
     detail: str = ""
 
@@ -130,14 +148,26 @@ async def act(db: Database, settings: Settings, mails: list[Inbound]) -> list[st
             if row is None:
                 log.warning("dropped a %s report: its message is unknown", mail.report.kind)
                 continue
-            if mail.target.kind == "generic" and not generic_matches(
+            signed = mail.target.kind == "bounce"
+            if not signed and not generic_matches(
                 settings, mail.target.domain, row.message_id or ""
             ):
                 log.warning(
                     "dropped a report to bounces@%s: not its return path", mail.target.domain
                 )
                 continue
-            by_mail[i] = _Acted(row, _outcome_for(mail.report, row.email))
+            outcome = _outcome_for(mail.report, row.email, signed)
+            if outcome is None:
+                # Quoting a Message-ID proves nothing: the report must be about its recipient.
+                log.warning(
+                    "unmatched %s report to bounces@%s quoting <%s>: not about its recipient",
+                    mail.report.kind,
+                    mail.target.domain,
+                    row.message_id,
+                )
+                words[i] = "unmatched"
+                continue
+            by_mail[i] = _Acted(row, outcome, signed)
         acted = list(by_mail.values())
         if not acted:
             return words
@@ -150,7 +180,7 @@ async def act(db: Database, settings: Settings, mails: list[Inbound]) -> list[st
                     "workspace_id": a.row.workspace_id,
                     "send_log_id": a.row.id,
                     "contact_id": a.row.contact_id,
-                    "kind": a.outcome.kind,
+                    "kind": a.outcome.kind if a.signed else a.outcome.kind + UNVERIFIED,
                     "status": a.outcome.status,
                     "diagnostic": a.outcome.diagnostic[:500],
                     "created_at": now,
@@ -206,11 +236,14 @@ async def _rows_of(session: Any, mails: list[Inbound]) -> dict[str, Any]:
     return found
 
 
-def _outcome_for(report: Report, email: str) -> Outcome:
+def _outcome_for(report: Report, email: str, signed: bool) -> Outcome | None:
+    """The report's outcome for the message's recipient. A signed token names the message
+    itself, so a report that names its recipient otherwise (a forward, a rewritten address)
+    still counts; a Message-ID alone does not: None."""
     for outcome in report.outcomes:
-        if outcome.recipient == email:
+        if outcome.names(email):
             return outcome
-    return report.outcomes[0]
+    return report.outcomes[0] if signed else None
 
 
 async def _soft_to_hard(session: Any, soft: list[_Acted], now: Any) -> None:
@@ -222,7 +255,10 @@ async def _soft_to_hard(session: Any, soft: list[_Acted], now: Any) -> None:
     since = now - SOFT_WINDOW
     last_delivery = (
         select(func.max(Delivered.created_at))
-        .where(Delivered.contact_id == DeliveryReport.contact_id, Delivered.kind == "delivered")
+        .where(
+            Delivered.contact_id == DeliveryReport.contact_id,
+            Delivered.kind.in_(either("delivered")),
+        )
         .scalar_subquery()
     )
     counts: dict[str, int] = {}
@@ -231,7 +267,7 @@ async def _soft_to_hard(session: Any, soft: list[_Acted], now: Any) -> None:
             select(DeliveryReport.contact_id, func.count(func.distinct(DeliveryReport.send_log_id)))
             .where(
                 DeliveryReport.contact_id.in_(part),
-                DeliveryReport.kind == "soft",
+                DeliveryReport.kind.in_(either("soft")),
                 DeliveryReport.created_at >= since,
                 or_(last_delivery.is_(None), DeliveryReport.created_at >= last_delivery),
             )
@@ -261,7 +297,8 @@ async def _delivered(session: Any, contexts: Contexts, done: list[_Acted], now: 
 async def _blocked(session: Any, contexts: Contexts, acted: list[_Acted], now: Any) -> set[str]:
     """Hard bounces and complaints: the message's status, the contact and address blocked,
     `email.bounced` / `email.complained` on a message's first report. The workspaces whose
-    health needs a look."""
+    health needs a look: those with a signed report (one mapped by Message-ID only is not
+    counted; a signed one confirming it now is, though the message was marked before)."""
     hurt: set[str] = set()
     for kind, column, status, source in (
         ("complaint", SendLog.complained_at, "complained", "fbl"),
@@ -276,8 +313,9 @@ async def _blocked(session: Any, contexts: Contexts, acted: list[_Acted], now: A
             mine = [a for a in group if a.row.workspace_id == workspace_id]
             blocked = [(a.row.contact_id, a.row.email) for a in mine]
             await contacts_blocked(ctx, blocked, reason=status, source=source)
-            for a in _once(mine, first):
+            if any(a.signed for a in mine):
                 hurt.add(workspace_id)
+            for a in _once(mine, first):
                 if kind == "complaint":
                     detail = {"complaint": {"feedback_type": a.outcome.diagnostic or "abuse"}}
                     event = "email.complained"

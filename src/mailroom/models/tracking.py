@@ -48,9 +48,10 @@ REPORT_KINDS = ("hard", "soft", "delivered", "complaint")
 
 class DeliveryReport(Base):
     """A delivery status notification or feedback report that came back for one message and
-    was acted on (`hard`, `soft`, `delivered`, `complaint`). Soft bounces are counted from
-    these (three different messages within 15 days make a hard bounce), and they are what a
-    support question about a contact's bounce is answered from."""
+    was acted on (`hard`, `soft`, `delivered`, `complaint`; with `?` after it when mapped by
+    Message-ID only, which delivery health does not count: bounces.service). Soft bounces are
+    counted from these (three different messages within 15 days make a hard bounce), and they
+    are what a support question about a contact's bounce is answered from."""
 
     __tablename__ = "delivery_reports"
     __table_args__ = (

@@ -1,5 +1,7 @@
 """Delivery health: a workspace's hard-bounce and complaint rates over the messages its relay
-accepted in the last 7 days (at most the last 2,000, counted from the last resume).
+accepted in the last 7 days (at most the last 2,000, counted from the last resume). Bounces
+and complaints count when the engine saw them or a report came back through the message's
+signed return path; reports matched by Message-ID only never count (see `bounces.service`).
 
 Past the warn rates `workspace.health_warning` fires (at most once a day; sending goes on);
 past the pause rates sending is paused by `health` (`workspace.paused` with the rates), which
@@ -11,11 +13,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, case, exists, func, or_, select
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
-from mailroom.models import SendingSettings, SendLog
+from mailroom.models import DeliveryReport, SendingSettings, SendLog
 
 WINDOW_DAYS = 7
 WINDOW_MESSAGES = 2000
@@ -34,7 +36,13 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     # relay never took): both are messages this workspace sent.
     at = func.coalesce(SendLog.sent_at, SendLog.bounced_at)
     recent = (
-        select(SendLog.bounced_at, SendLog.complained_at)
+        select(
+            SendLog.id,
+            SendLog.contact_id,
+            SendLog.sent_at,
+            SendLog.bounced_at,
+            SendLog.complained_at,
+        )
         .where(
             SendLog.workspace_id == ctx.workspace_id,
             SendLog.kind.in_(COUNTED),
@@ -45,10 +53,36 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
         .limit(WINDOW_MESSAGES)
         .subquery()
     )
+
+    def signed(*kinds: str) -> Any:
+        """A report of one of `kinds` came back for the message through its signed return
+        path. One mapped by Message-ID only (anyone can write to the generic bounces@
+        address) is stored with its kind marked (`hard?`): it may bounce the contact, never
+        pause the workspace. Probed by contact (ix_delivery_reports_contact_kind); a message
+        whose contact was deleted cannot be probed and counts as before, so deleting bounced
+        contacts lowers no rate."""
+        return or_(
+            recent.c.contact_id.is_(None),
+            exists().where(
+                DeliveryReport.contact_id == recent.c.contact_id,
+                DeliveryReport.kind.in_(kinds),
+                DeliveryReport.send_log_id == recent.c.id,
+                DeliveryReport.workspace_id == ctx.workspace_id,
+            ),
+        )
+
+    # A bounce refused at RCPT (never accepted, so no report) was seen by the engine itself.
+    bounce = and_(
+        recent.c.bounced_at.is_not(None),
+        or_(recent.c.sent_at.is_(None), signed("hard", "soft")),
+    )
+    complaint = and_(recent.c.complained_at.is_not(None), signed("complaint"))
     total, bounced, complained = (
         await ctx.session.execute(
             select(
-                func.count(), func.count(recent.c.bounced_at), func.count(recent.c.complained_at)
+                func.count(),
+                func.count(case((bounce, 1))),
+                func.count(case((complaint, 1))),
             )
         )
     ).one()

@@ -190,7 +190,12 @@ async def _reports(ctx: BenchContext, bench) -> None:
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mailroom", "bounces", "--listen", f"127.0.0.1:{port}"],
-        env={**_server_env(bench), "MAILROOM_LOG_LEVEL": "warning"},
+        env={
+            **_server_env(bench),
+            "MAILROOM_LOG_LEVEL": "warning",
+            # Every load-generating connection comes from 127.0.0.1.
+            "MAILROOM_BOUNCE_MAX_CONNECTIONS_PER_CLIENT": str(connections),
+        },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

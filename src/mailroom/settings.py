@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     # The inbound SMTP listener for bounces and complaints (`host:port`; unset: not started by
     # `serve` / `worker`; `mailroom bounces` runs it alone).
     bounce_smtp: str = ""
+    # Its limits: a message's size (552 past it; reports are small, and relays are asked to
+    # return headers only), connections at once in all and per client address (421 past
+    # them), and seconds a client may stay silent or take over one command, its message
+    # included, before it is disconnected.
+    bounce_max_bytes: int = 512 * 1024
+    bounce_max_connections: int = 100
+    bounce_max_connections_per_client: int = 20
+    bounce_idle_timeout: float = 60.0
     # Delivery health over the last 7 days / 2,000 accepted messages since the last resume: a
     # warning (once a day) past the warn rates, an automatic pause past the pause rates; no
     # decision before `health_min_messages`.

@@ -4,7 +4,9 @@ delivery reports, feedback-loop complaints and List-Unsubscribe mails.
 It accepts any recipient (the return-path domain is the operator's; what cannot be mapped is
 dropped after DATA, never refused, so nothing learns which tokens are valid) and acts on each
 mail in its own short transaction. Started by `mailroom serve` / `worker` when
-`MAILROOM_BOUNCE_SMTP=host:port` is set, or alone with `mailroom bounces`.
+`MAILROOM_BOUNCE_SMTP=host:port` is set, or alone with `mailroom bounces`. Its sessions are
+`smtp.BoundedSMTP`: connections, time and message size capped by the `bounce_*` settings,
+messages spooled rather than held in memory while they arrive.
 """
 
 from __future__ import annotations
@@ -13,17 +15,15 @@ import asyncio
 import logging
 from typing import Any
 
-from aiosmtpd.smtp import SMTP, Envelope, Session
+from aiosmtpd.smtp import Envelope, Session
 
 from mailroom.bounces import service
-from mailroom.bounces.reports import read
+from mailroom.bounces.reports import Report, read
+from mailroom.bounces.smtp import BoundedSMTP, Gate
 from mailroom.db import Database
 from mailroom.settings import Settings
 
 log = logging.getLogger("mailroom.bounces")
-
-MAX_MESSAGE_BYTES = 10 * 1024 * 1024  # a report quoting a large message is still taken
-
 
 MAX_BATCH = 200  # reports acted on in one transaction
 
@@ -48,8 +48,15 @@ class ReportHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Session, envelope: Envelope) -> str:
+        recipients = list(envelope.rcpt_tos)
+        data = envelope.original_content or b""
+        # Only the parsed report waits for its batch, not the message (nor aiosmtpd's copy).
+        envelope.original_content = envelope.content = None
         try:
-            what = await self._handle(list(envelope.rcpt_tos), envelope.original_content or b"")
+            target = service.addressed(self.settings, recipients)
+            report = read(data) if target is not None and target.kind != "unsubscribe" else None
+            del data
+            what = await self._handle(target, report)
         except Exception:
             # Tell the sender to try again later: the report is not lost.
             log.exception("acting on an inbound report failed")
@@ -57,14 +64,12 @@ class ReportHandler:
         self.handled[what] = self.handled.get(what, 0) + 1
         return "250 2.0.0 OK"
 
-    async def _handle(self, recipients: list[str], data: bytes) -> str:
-        target = service.addressed(self.settings, recipients)
+    async def _handle(self, target: service.Target | None, report: Report | None) -> str:
         if target is None:
             return "dropped"
         if target.kind == "unsubscribe":
             return await service.unsubscribe(self.db, self.settings, target.row_id or "")
-        report = read(data)
-        if not report.outcomes:
+        if report is None or not report.outcomes:
             return "ignored"
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.append((service.Inbound(target, report), future))
@@ -114,12 +119,16 @@ async def start(
 ) -> tuple[asyncio.Server, ReportHandler]:
     host, port = parse_address(address)
     handler = ReportHandler(db, settings)
+    gate = Gate(settings.bounce_max_connections, settings.bounce_max_connections_per_client)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: SMTP(
+        lambda: BoundedSMTP(
             handler,
+            gate,
             hostname="mailroom-bounces",
-            data_size_limit=MAX_MESSAGE_BYTES,
+            # Advertised as SIZE; past it, 552 (at MAIL FROM ... SIZE= or after DATA).
+            data_size_limit=settings.bounce_max_bytes,
+            timeout=settings.bounce_idle_timeout,
             ident="Mailroom bounce listener",
         ),
         host=host,

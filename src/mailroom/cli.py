@@ -11,20 +11,22 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from mailroom import API_VERSION, __version__
-from mailroom.accounts import service as accounts_service
-from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
-from mailroom.db import Database
-from mailroom.migrations import upgrade
-from mailroom.people import service as people_service
-from mailroom.sending import service as sending_service
-from mailroom.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from mailroom.core.context import Context
+    from mailroom.db import Database
+    from mailroom.settings import Settings
+
+# Every command imports what it needs itself (the database layer, services, the app): `mailroom
+# --help` or `mailroom admin set-plan` must not pay for FastAPI, SQLAlchemy and Alembic it
+# does not use (tests/foundation/test_cli.py checks which modules a light command loads).
 
 T = TypeVar("T")
 
@@ -54,6 +56,13 @@ PermissionsOption = Annotated[
 ]
 
 
+def get_settings() -> Settings:
+    """The process's settings (pydantic-settings loaded only by a command that reads them)."""
+    from mailroom.settings import get_settings as load
+
+    return load()
+
+
 def _fail(message: str, code: int = 1) -> None:
     err.print(f"[red]Error:[/red] {message}", highlight=False)
     raise typer.Exit(code)
@@ -69,6 +78,9 @@ def _run(coro_factory: Callable[[], Awaitable[T]]) -> T:
 
 async def _with_db(work: Callable[[Database], Awaitable[T]], settings: Settings | None = None) -> T:
     """Open the database (migrated to the latest schema), run `work`, close."""
+    from mailroom.db import Database
+    from mailroom.migrations import upgrade
+
     settings = settings or get_settings()
     url = settings.resolved_database_url
     settings.prepare_storage()
@@ -107,6 +119,8 @@ def serve(
     """
     import uvicorn
 
+    from mailroom.migrations import upgrade
+
     settings = get_settings()
     settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
@@ -132,6 +146,7 @@ def worker() -> None:
 
     Stops cleanly on SIGTERM or Ctrl-C; several workers may share one PostgreSQL database.
     """
+    from mailroom.migrations import upgrade
     from mailroom.worker import run_forever
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -155,6 +170,8 @@ def bounces(
     and List-Unsubscribe mails sent back to the return path. Point the return-path domain's
     MX (or your MTA's transport for it) here. Stops on SIGTERM or Ctrl-C."""
     from mailroom.bounces import listener
+    from mailroom.db import Database
+    from mailroom.migrations import upgrade
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = get_settings()
@@ -183,6 +200,8 @@ def bounces(
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration to the database in MAILROOM_DATABASE_URL."""
+    from mailroom.migrations import upgrade
+
     settings = get_settings()
     settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
@@ -210,6 +229,8 @@ def create_workspace(
     """
 
     async def work(db: Database) -> dict[str, Any]:
+        from mailroom.accounts import service as accounts_service
+
         async with db.transaction() as session:
             acct, workspace = await accounts_service.create_workspace(
                 session, plan=plan, account_id=account, name=name
@@ -238,7 +259,9 @@ def create_workspace(
 
 @admin_app.command("create-key")
 def create_key(
-    workspace: Annotated[str, typer.Option(help="Workspace id the key belongs to.")],
+    workspace: Annotated[
+        str, typer.Option(help="Workspace id the key belongs to (mailroom admin list-workspaces).")
+    ],
     permissions: PermissionsOption = "all",
     name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
     as_json: JsonFlag = False,
@@ -246,6 +269,8 @@ def create_key(
     """Create an API key for a workspace. With --json prints {"key_id", "api_key"}."""
 
     async def work(db: Database) -> dict[str, Any]:
+        from mailroom.accounts import service as accounts_service
+
         async with db.transaction() as session:
             created = await accounts_service.create_key(
                 session, workspace, permissions=permissions, name=name
@@ -262,7 +287,9 @@ def create_key(
 
 @admin_app.command("create-user")
 def create_user(
-    account: Annotated[str, typer.Option(help="Account id the person belongs to.")],
+    account: Annotated[
+        str, typer.Option(help="Account id the person belongs to (mailroom admin list-workspaces).")
+    ],
     email: Annotated[str, typer.Option(help="Their email address (their sign-in name).")],
     workspace: Annotated[
         str | None, typer.Option(help="A workspace of the account to give them a role in.")
@@ -274,6 +301,8 @@ def create_user(
     print a one-time sign-in link (valid 3 days) where they choose their password."""
 
     async def work(db: Database) -> dict[str, Any]:
+        from mailroom.people import service as people_service
+
         settings = get_settings()
         async with db.transaction() as session:
             person = await people_service.create_person(
@@ -300,6 +329,8 @@ def sign_in_link(
     installation has no MAILROOM_SYSTEM_FROM to email one). Earlier links stop working."""
 
     async def work(db: Database) -> dict[str, Any]:
+        from mailroom.people import service as people_service
+
         settings = get_settings()
         async with db.transaction() as session:
             person = await people_service.by_email(session, email)
@@ -325,6 +356,8 @@ def revoke_key(
     """Revoke an API key: it answers 401 from the next request on. Revoking twice is fine."""
 
     async def work(db: Database) -> dict[str, Any]:
+        from mailroom.accounts import service as accounts_service
+
         async with db.transaction() as session:
             key = await accounts_service.revoke_key(session, key_id)
         assert key.revoked_at is not None
@@ -334,15 +367,43 @@ def revoke_key(
     _emit(result, as_json, f"Revoked key {result['key_id']}")
 
 
+@admin_app.command("list-workspaces")
+def list_workspaces(as_json: JsonFlag = False) -> None:
+    """List every workspace: its account id, workspace id, name and plan (the ids that
+    set-plan, create-key, create-user and pause-sending take). With --json prints a list of
+    {"account_id", "workspace_id", "name", "plan"}."""
+
+    async def work(db: Database) -> list[dict[str, str]]:
+        from mailroom.accounts import service as accounts_service
+
+        async with db.session(write=False) as session:
+            return await accounts_service.list_workspaces(session)
+
+    rows = _run(lambda: _with_db(work))
+    if as_json:
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return
+    if not rows:
+        out.print("No workspace yet: mailroom admin demo, or mailroom admin create-workspace")
+        return
+    lines = [f"{'Account id':36}  {'Workspace id':36}  {'Plan':8}  Name"]
+    lines += [
+        f"{r['account_id']:36}  {r['workspace_id']:36}  {r['plan']:8}  {r['name']}" for r in rows
+    ]
+    out.print("\n".join(lines), highlight=False, soft_wrap=True)
+
+
 @admin_app.command("set-plan")
 def set_plan(
-    account_id: Annotated[str, typer.Argument(help="Account id.")],
+    account_id: Annotated[str, typer.Argument(help="Account id (mailroom admin list-workspaces).")],
     plan: Annotated[str, typer.Argument(help="free, starter, pro or business.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Move an account (all its workspaces) to another plan."""
 
     async def work(db: Database) -> dict[str, Any]:
+        from mailroom.accounts import service as accounts_service
+
         async with db.transaction() as session:
             account = await accounts_service.set_plan(session, account_id, plan)
         return {"account_id": account.id, "plan": account.plan}
@@ -365,6 +426,10 @@ async def _sending_switch(
     db: Database, workspace_id: str, change: Callable[[Context], Awaitable[Any]]
 ) -> dict[str, Any]:
     """Run `change` on the workspace's sending in one transaction; its state before and after."""
+    from mailroom.accounts import service as accounts_service
+    from mailroom.core.context import Context
+    from mailroom.sending import service as sending_service
+
     async with db.transaction() as session:
         principal = await accounts_service.principal_for_workspace(session, workspace_id)
         ctx = Context(session, principal, get_settings())
@@ -375,7 +440,9 @@ async def _sending_switch(
 
 @admin_app.command("pause-sending")
 def pause_sending(
-    workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
+    workspace_id: Annotated[
+        str, typer.Argument(help="Workspace id (mailroom admin list-workspaces).")
+    ],
     reason: Annotated[
         str,
         typer.Option(
@@ -396,6 +463,8 @@ def pause_sending(
     """
 
     async def change(ctx: Context) -> Any:
+        from mailroom.sending import service as sending_service
+
         return await sending_service.pause(ctx, by="operator", reason="operator", note=reason)
 
     result = _run(lambda: _with_db(lambda db: _sending_switch(db, workspace_id, change)))
@@ -412,7 +481,9 @@ def pause_sending(
 
 @admin_app.command("resume-sending")
 def resume_sending(
-    workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
+    workspace_id: Annotated[
+        str, typer.Argument(help="Workspace id (mailroom admin list-workspaces).")
+    ],
     as_json: JsonFlag = False,
 ) -> None:
     """Lift a workspace's pause, whoever made it (the operator, the workspace or the health
@@ -420,6 +491,8 @@ def resume_sending(
     changes. With --json prints the same fields as pause-sending."""
 
     async def change(ctx: Context) -> Any:
+        from mailroom.sending import service as sending_service
+
         return await sending_service.resume(ctx, by="operator")
 
     result = _run(lambda: _with_db(lambda db: _sending_switch(db, workspace_id, change)))
@@ -435,33 +508,59 @@ def resume_sending(
 @admin_app.command("demo")
 def demo(
     port: Annotated[int, typer.Option(help="Port the server will use, for the curl line.")] = 8000,
+    email: Annotated[
+        str, typer.Option(help="Address of the demo admin who signs in to the dashboard.")
+    ] = "admin@example.com",
 ) -> None:
-    """First run only: create a demo account, workspace and all-permissions key, and print a
-    ready curl line. Does nothing when a workspace already exists."""
+    """First run only: create a demo account on the Business plan (no plan limit gets in the
+    way of trying things), its workspace, an all-permissions key and a dashboard admin, and
+    print a ready curl line and the admin's one-time sign-in link. Does nothing when a
+    workspace already exists."""
 
     async def work(db: Database) -> dict[str, Any] | None:
+        from mailroom.accounts import service as accounts_service
+        from mailroom.people import service as people_service
+
+        settings = get_settings()
         async with db.transaction() as session:
             if await accounts_service.any_workspace(session):
                 return None
-            _acct, workspace = await accounts_service.create_workspace(
-                session, plan="free", name="Demo"
+            acct, workspace = await accounts_service.create_workspace(
+                session, plan="business", name="Demo"
             )
             created = await accounts_service.create_key(session, workspace.id, name="demo")
-        return {"workspace_id": workspace.id, "api_key": created.secret}
+            person = await people_service.create_person(
+                session, acct.id, email, workspace_id=workspace.id, role="admin"
+            )
+            link = people_service.sign_in_link(settings, person)
+        return {
+            "account_id": acct.id,
+            "workspace_id": workspace.id,
+            "api_key": created.secret,
+            "email": person.email,
+            "sign_in_link": link,
+        }
 
     result = _run(lambda: _with_db(work))
     if result is None:
         out.print(
-            "A workspace exists already. New key: "
-            "mailroom admin create-key --workspace <workspace id>",
+            "A workspace exists already (mailroom admin list-workspaces).\n"
+            "A new dashboard sign-in link: mailroom admin sign-in-link --email <address>\n"
+            "A new API key: mailroom admin create-key --workspace <workspace id>",
             highlight=False,
+            soft_wrap=True,
         )
         return
+    # The link stands alone on its line so a terminal makes it one clickable, copyable URL.
     out.print(
-        f"Demo workspace {result['workspace_id']} (Free plan)\n"
+        f"Demo workspace {result['workspace_id']} (Business plan, "
+        f"account {result['account_id']})\n"
         f"API key (shown once): {result['api_key']}\n\n"
         f"Try it:\n  curl -s http://127.0.0.1:{port}/api/v1/account "
-        f"-H 'x-api-key: {result['api_key']}'\n",
+        f"-H 'x-api-key: {result['api_key']}'\n\n"
+        f"Dashboard: http://127.0.0.1:{port}/app. Open this link (works once, for 3 days) "
+        f"to choose the password of its admin, {result['email']}:\n"
+        f"{result['sign_in_link']}\n",
         highlight=False,
         soft_wrap=True,
     )
@@ -472,7 +571,9 @@ def import_contacts(
     file: Annotated[
         Path, typer.Argument(help="UTF-8 CSV file (5 MB at most).", exists=True, dir_okay=False)
     ],
-    workspace: Annotated[str, typer.Option(help="Workspace id to import into.")],
+    workspace: Annotated[
+        str, typer.Option(help="Workspace id to import into (mailroom admin list-workspaces).")
+    ],
     default_status: Annotated[
         str, typer.Option(help="subscribed or unsubscribed, for blank status cells.")
     ] = "subscribed",
@@ -563,6 +664,7 @@ def mcp_stdio() -> None:
     # The tools are the whole API, so this command needs the app itself, not one service.
     from mailroom.app import create_app
     from mailroom.mcp.server import key_is_valid, serve_stdio
+    from mailroom.migrations import upgrade
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     api_key = os.environ.get("MAILROOM_API_KEY", "").strip()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -114,3 +118,111 @@ def test_db_upgrade_is_idempotent(cli_env):
     for _ in range(2):
         result = run_cli("db", "upgrade", env=cli_env)
         assert result.returncode == 0, result.stderr
+
+
+# What a command that needs neither the web app nor the database must not load (issue 25:
+# every command paid 1.5-2.9 s for FastAPI). Asserted on imports, never on time.
+WEB_STACK = ("fastapi", "starlette", "uvicorn", "mailroom.app")
+DATABASE_STACK = ("sqlalchemy", "alembic", "mailroom.db", "mailroom.models")
+
+
+def _imported(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """The modules `mailroom <args>` imports, from `python -X importtime`'s report."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mailroom", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("import time:")]
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}
+
+
+def _loaded(modules: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_help_loads_neither_the_web_app_nor_the_database():
+    for args in ((), ("admin",), ("import",), ("admin", "set-plan")):
+        modules = _imported(*args, "--help")
+        assert "typer" in modules  # the report was read
+        assert _loaded(modules, WEB_STACK + DATABASE_STACK) == [], args
+
+
+def test_an_admin_command_does_not_load_the_web_app(cli_env):
+    created = _json(run_cli("admin", "create-workspace", "--json", env=cli_env))
+    modules = _imported("admin", "set-plan", created["account_id"], "pro", env=cli_env)
+    assert "mailroom.accounts.service" in modules
+    assert _loaded(modules, WEB_STACK) == []
+    assert _loaded(_imported("admin", "list-workspaces", env=cli_env), WEB_STACK) == []
+
+
+async def test_list_workspaces_prints_the_ids_the_other_commands_take(cli_env, client):
+    assert _json(run_cli("admin", "list-workspaces", "--json", env=cli_env)) == []
+    empty = run_cli("admin", "list-workspaces", env=cli_env)
+    assert "No workspace yet" in empty.stdout
+    first = _json(
+        run_cli(
+            "admin", "create-workspace", "--plan", "pro", "--name", "Shop", "--json", env=cli_env
+        )
+    )
+    second = _json(run_cli("admin", "create-workspace", "--json", env=cli_env))
+    listed = _json(run_cli("admin", "list-workspaces", "--json", env=cli_env))
+    assert listed == [
+        {
+            "account_id": first["account_id"],
+            "workspace_id": first["workspace_id"],
+            "name": "Shop",
+            "plan": "pro",
+        },
+        {
+            "account_id": second["account_id"],
+            "workspace_id": second["workspace_id"],
+            "name": "",
+            "plan": "free",
+        },
+    ]
+    table = run_cli("admin", "list-workspaces", env=cli_env).stdout
+    row = next(line for line in table.splitlines() if first["workspace_id"] in line)
+    assert row.split() == [first["account_id"], first["workspace_id"], "pro", "Shop"]
+    # The account id it printed is the one set-plan takes.
+    moved = run_cli("admin", "set-plan", first["account_id"], "business", env=cli_env)
+    assert moved.returncode == 0, moved.stderr
+    body = (await client.get("/api/v1/account", headers={"x-api-key": first["api_key"]})).json()
+    assert body["plan"]["name"] == "business"
+    helped = " ".join(run_cli("admin", "set-plan", "--help", env=cli_env).stdout.split())
+    assert "mailroom admin list-workspaces" in helped
+
+
+async def test_demo_is_on_the_business_plan_with_a_dashboard_admin(cli_env, client):
+    result = run_cli("admin", "demo", env=cli_env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    links = [line for line in lines if "/app/link/" in line]
+    assert len(links) == 1
+    assert re.fullmatch(r"http://\S+/app/link/\S+", links[0]), links[0]  # alone on its line
+    key = re.search(r"mr_live_\w+", result.stdout)
+    assert key is not None
+    account = (await client.get("/api/v1/account", headers={"x-api-key": key.group(0)})).json()
+    assert account["plan"]["name"] == "business"
+    [listed] = _json(run_cli("admin", "list-workspaces", "--json", env=cli_env))
+    assert listed["plan"] == "business"
+    assert listed["account_id"] in result.stdout and listed["workspace_id"] in result.stdout
+
+    # The link opens the page where the demo admin chooses a password, then the dashboard.
+    path = "/app/link/" + links[0].split("/app/link/")[1]
+    page = await client.get(path)
+    assert page.status_code == 200
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    form = {"password": "correct horse battery"} | ({"csrf": token.group(1)} if token else {})
+    assert (await client.post(path, data=form)).status_code == 303
+    overview = await client.get("/app")
+    assert overview.status_code == 200 and "admin@example.com" in overview.text
+
+    again = run_cli("admin", "demo", env=cli_env)
+    assert again.returncode == 0
+    assert "mailroom admin sign-in-link --email" in again.stdout
+    assert len(_json(run_cli("admin", "list-workspaces", "--json", env=cli_env))) == 1

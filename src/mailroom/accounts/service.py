@@ -160,6 +160,20 @@ async def any_workspace(session: AsyncSession) -> bool:
     return (await session.scalar(select(Workspace.id).limit(1))) is not None
 
 
+async def list_workspaces(session: AsyncSession) -> list[dict[str, str]]:
+    """Every workspace of the installation with its account and plan, oldest first: the ids
+    the operator's commands (set-plan, create-key, pause-sending) take."""
+    rows = await session.execute(
+        select(Account.id, Workspace.id, Workspace.name, Account.plan)
+        .join(Account, Account.id == Workspace.account_id)
+        .order_by(Workspace.created_at, Workspace.id)
+    )
+    return [
+        {"account_id": account_id, "workspace_id": workspace_id, "name": name, "plan": plan}
+        for account_id, workspace_id, name, plan in rows
+    ]
+
+
 def shown_name() -> ColumnElement[str]:
     """A workspace's name as subscribers see it (pages, system emails): its name, else its
     sender name, else its sender address, so a workspace made without a name still says who

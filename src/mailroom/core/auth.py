@@ -15,9 +15,6 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Depends, Request, Security
-from fastapi.security import APIKeyHeader
-
 from mailroom.core.errors import ApiError
 from mailroom.core.plans import Plan
 
@@ -138,45 +135,15 @@ class Principal:
             raise ApiError(403, "Forbidden: workspace admin role required")
 
 
-api_key_header = APIKeyHeader(
-    name="x-api-key",
-    auto_error=False,
-    scheme_name="ApiKey",
-    description="Workspace API key, `mr_live_<8 lookup chars>_<32 chars>`.",
-)
-
-
-def current_principal(request: Request) -> Principal:
-    principal = getattr(request.state, "principal", None)
-    if not isinstance(principal, Principal):
-        raise ApiError(401, UNAUTHORIZED)
-    return principal
-
-
 def authenticated() -> Any:
-    """Route dependency for operations any valid key may call."""
+    """Route dependency for operations any valid key may call (see `core.route_auth`)."""
+    from mailroom.core import route_auth  # FastAPI only where routes are built
 
-    async def dependency(
-        request: Request, _key: str | None = Security(api_key_header)
-    ) -> Principal:
-        return current_principal(request)
-
-    return Depends(dependency)
+    return route_auth.authenticated()
 
 
 def require(permission: str, *, admin: bool = False) -> Any:
     """Route dependency: the caller's principal, refused with 403 without `permission`."""
-    if permission not in PERMISSIONS:
-        raise ValueError(f"unknown permission {permission}")
+    from mailroom.core import route_auth  # FastAPI only where routes are built
 
-    async def dependency(
-        request: Request, _key: str | None = Security(api_key_header)
-    ) -> Principal:
-        principal = current_principal(request)
-        principal.check(permission)
-        if admin:
-            principal.check_admin()
-        return principal
-
-    dependency.permission = permission  # type: ignore[attr-defined]  # read by web.openapi
-    return Depends(dependency)
+    return route_auth.require(permission, admin=admin)

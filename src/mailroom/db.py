@@ -5,6 +5,14 @@ collide and fail with `database is locked`, write transactions start with `BEGIN
 dedicated one-connection engine: writers in this process queue for that connection, writers in
 other processes wait on SQLite's busy timeout, and reads (WAL) never wait for either.
 PostgreSQL uses one pooled engine for both.
+
+Read sessions never write. A deferred (read) transaction that has read and then writes is
+refused at once when another connection committed in between (SQLITE_BUSY_SNAPSHOT: no busy
+wait can help, its snapshot is stale), which under a busy worker was a 500 `database is
+locked`; and whatever it wrote was rolled back with it anyway. So read sessions do not
+autoflush, and on SQLite their connections are `query_only`: a write there fails loudly in
+every test instead of now and then under load. Whatever a read path needs to record goes
+through `Database.transaction()` afterwards.
 """
 
 from __future__ import annotations
@@ -64,6 +72,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> AsyncEngine:
+    """`immediate`: the write engine (`BEGIN IMMEDIATE`); otherwise the read engine, whose
+    connections refuse to write (`query_only`)."""
     engine = create_async_engine(
         url,
         pool_size=pool_size,
@@ -81,6 +91,8 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> AsyncEngine:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if not immediate:
+            cursor.execute("PRAGMA query_only=ON")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -110,7 +122,9 @@ class Database:
                 connect_args={"server_settings": {"jit": "off"}},
             )
             self.write_engine = self.engine
-        self._read = async_sessionmaker(self.engine, expire_on_commit=False)
+        # No autoflush: a change made to a row read here stays a pending change of that
+        # object (the caller may write it in a transaction of its own), never a write here.
+        self._read = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._write = async_sessionmaker(self.write_engine, expire_on_commit=False)
 
     @property

@@ -5,6 +5,7 @@ forms, the admin check, and the audit entry of a write. Pages call `as_visitor(r
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from mailroom.people.service import Membership
 from mailroom.ratelimits import service as ratelimits
 from mailroom.settings import Settings
 from mailroom.web.deps import get_db, get_settings_dep
+
+log = logging.getLogger("mailroom.dashboard")
 
 
 @dataclass
@@ -135,6 +138,12 @@ async def _visitor(session: AsyncSession, request: Request, settings: Settings) 
     if loaded is None:
         return None
     row, person = loaded
+    if request.method != "POST":
+        # A read session never writes: the row leaves it, so what the visit changes on it
+        # (last seen, flashes shown, the workspace) is neither flushed nor committed here
+        # (a preview commits its read transaction) nor undone by a rollback; `as_visitor`
+        # writes it afterwards.
+        session.expunge(row)
     if row.needs_second_factor:
         return None  # only the code's form (pages.sign_in_code) serves this session
     memberships = await people.workspaces_of(session, person)
@@ -175,8 +184,9 @@ async def as_visitor(request: Request, work: Work, *, admin: bool = False) -> Re
 
     A form (POST) runs in one write transaction. A page that only reads (GET) runs in a read
     session, so on SQLite the one write connection is not held while it is built; what the
-    visit changed on the session row (last seen, flashes shown) is written after it, in one
-    short statement."""
+    visit changed on the session row (last seen, flashes shown) is written after it, in a
+    short write transaction of its own that waits its turn (never from the read transaction:
+    on SQLite that fails at once whenever the worker has just committed)."""
     db, settings = get_db(request), get_settings_dep(request)
     if request.method == "POST":
         raw = await request.form()
@@ -186,17 +196,25 @@ async def as_visitor(request: Request, work: Work, *, admin: bool = False) -> Re
             return response
     async with db.session(write=False) as session:
         response, row = await _serve(session, request, work, {}, admin, settings)
-        changes = _changes(row) if row is not None else {}
-        # By its identity: a page that ended its transaction (a preview) expired the row.
-        identity = inspect(row).identity if row is not None else None
-        row_id = identity[0] if identity else None
         await session.rollback()
-    if changes:
+    if row is not None:
+        await _record_visit(db, row)
+    return response
+
+
+async def _record_visit(db: Any, row: DashboardSession) -> None:
+    """Write what a read-only visit changed on its (detached) session row. Bookkeeping: a
+    failure is logged, the page is still answered (a later visit records it)."""
+    changes = _changes(row)
+    if not changes:
+        return
+    try:
         async with db.transaction() as writing:
             await writing.execute(
-                update(DashboardSession).where(DashboardSession.id == row_id).values(**changes)
+                update(DashboardSession).where(DashboardSession.id == row.id).values(**changes)
             )
-    return response
+    except Exception:
+        log.warning("could not record a dashboard visit", exc_info=True)
 
 
 def _changes(row: DashboardSession) -> dict[str, Any]:
@@ -261,9 +279,11 @@ async def undo(session: AsyncSession, visitor: Visitor) -> None:
 
 async def reread(session: AsyncSession, visitor: Visitor) -> None:
     """The visitor's rows read again after a service ended the transaction itself (one that
-    releases its connection before network I/O, like an image upload)."""
+    releases its connection before network I/O, like an image upload). A read-only visit's
+    session row is not in the session (see `_visitor`): nothing undid its changes."""
     await session.refresh(visitor.person)
-    await session.refresh(visitor.row)
+    if visitor.row in session:
+        await session.refresh(visitor.row)
 
 
 def audit_write(

@@ -4,7 +4,10 @@ after 30 days in any case, on signing out, or when the person signs out everywhe
 session has its CSRF token (every form carries it) and its flash messages.
 
 Reading a session never writes (pages that only read run in a read session): an ended one
-is refused, and its row is removed when its person next signs in."""
+is refused, and its row is removed when its person next signs in. What a visit changes on the
+row (`load`'s last-seen time, `take_flash`) is only set on the object; the dashboard's frame
+writes it, in the form's write transaction or, after a read-only page, in a short one of its
+own."""
 
 from __future__ import annotations
 
@@ -57,7 +60,9 @@ async def start(
 async def load(
     session: AsyncSession, token: str | None, idle: timedelta
 ) -> tuple[DashboardSession, Person] | None:
-    """The live session of a cookie and its person (an idle or old one is ended)."""
+    """The live session of a cookie and its person (an idle or old one is ended). A session
+    last seen more than `TOUCH_EVERY` ago gets `last_seen_at` set to now, on the object only
+    (see the module's docstring)."""
     if not token or len(token) > 100:
         return None
     found = (
@@ -92,6 +97,7 @@ def flash(row: DashboardSession, kind: str, text: str) -> None:
 
 
 def take_flash(row: DashboardSession) -> list[dict[str, str]]:
+    """The flashes to show now; cleared on the object (written as `load`'s change is)."""
     shown = list(row.flash or [])
     if shown:
         row.flash = []

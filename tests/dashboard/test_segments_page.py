@@ -202,3 +202,52 @@ async def test_groups_open_nest_and_come_back_as_saved(app, client, db, settings
         assert saved.status_code == 303, saved.text
     stored = await client.get(f"/api/v1/segments/{segment_id}", headers=ws.headers)
     assert stored.json()["segment"]["rules"] == rule
+
+
+async def test_a_new_segment_opens_without_an_error_and_reads_in_words(
+    app, client, db, settings, ws
+):
+    """Issue 25: the new-segment page opened with "conditions[0].value: must be a non-empty
+    string" (its first, empty row was counted), and operators read `eq`, `neq`."""
+    await _contact(client, ws, "ann@mailtest.io", first_name="Ann")
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        new = await member.get("/app/segments/new")
+        assert new.status_code == 200
+        assert 'class="flash error"' not in new.text
+        assert "the number of contacts who match shows here" in new.text
+        assert '<option value="contains" selected>contains</option>' in new.text
+        assert '<option value="eq">is</option>' in new.text
+        assert '<option value="neq">is not</option>' in new.text
+        assert ">eq<" not in new.text and ">neq<" not in new.text
+        form = {
+            "csrf": csrf_of(new.text),
+            "name": "Ann",
+            "match_top": "all",
+            "field_0": "first_name",
+            "op_0": "eq",
+            "value_0": "Ann",
+            "group_0": "",
+        }
+        # A condition just added (still blank) is not counted, and is no error yet...
+        added = await member.post("/app/segments/builder", data={**form, "add": "1"})
+        assert 'name="field_1"' in added.text and 'class="flash error"' not in added.text
+        assert _count(added.text) == 1
+        days = await member.post(
+            "/app/segments/builder",
+            data={
+                **form,
+                "field_1": "created_at",
+                "op_1": "within_last",
+                "value_1": "",
+                "group_1": "",
+            },
+        )
+        assert '<option value="within_last" selected>within the last (days)</option>' in days.text
+        # ...but saving judges every row, with the API's message, and saves nothing.
+        blank = {**form, "field_1": "email", "op_1": "contains", "value_1": "", "group_1": ""}
+        refused = await member.post("/app/segments/save", data=blank)
+        assert refused.status_code == 400
+        assert "conditions[1].value: must be a non-empty string" in refused.text
+        listed = await client.get("/api/v1/segments", headers=ws.headers)
+        assert listed.json()["segments"] == []

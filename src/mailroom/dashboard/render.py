@@ -5,12 +5,17 @@ not framed."""
 from __future__ import annotations
 
 import hashlib
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from mailroom.dashboard.segment_form import op_label
+from mailroom.sending.messages import outbox_dir
 
 _HERE = Path(__file__).parent
 STATIC = _HERE / "static"
@@ -53,11 +58,25 @@ _ENV = Environment(
     autoescape=select_autoescape(["html"]),
 )
 _ENV.globals["static"] = static_url
+_ENV.filters["op_label"] = op_label
+
+
+# The outbox folder while this installation has no SMTP relay (mail is only written there),
+# else None: base.html's banner says so on every signed-in page. Set for each dashboard
+# request by `note_delivery` (app.py adds it to the dashboard's routers); a context variable
+# because pages render without the request.
+OUTBOX: ContextVar[str | None] = ContextVar("dashboard_outbox", default=None)
+
+
+async def note_delivery(request: Request) -> None:
+    settings = request.app.state.settings
+    OUTBOX.set(None if settings.smtp_url else str(outbox_dir(settings).resolve()))
 
 
 def page(
     template: str, status: int = 200, headers: dict[str, str] | None = None, **values: Any
 ) -> HTMLResponse:
+    values.setdefault("outbox", OUTBOX.get())
     html = _ENV.get_template(template).render(**values)
     return HTMLResponse(html, status_code=status, headers={**HEADERS, **(headers or {})})
 

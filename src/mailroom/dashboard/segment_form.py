@@ -24,6 +24,45 @@ GROUP_ID = re.compile(r"^g[0-9]{1,3}$")
 NEW = "new"
 
 
+# Operators as a person reads them in the builder (the form still posts the API's names).
+OP_LABELS = {
+    "eq": "is",
+    "neq": "is not",
+    "in": "is one of",
+    "contains": "contains",
+    "not_contains": "does not contain",
+    "starts_with": "starts with",
+    "ends_with": "ends with",
+    "is_set": "has a value",
+    "is_not_set": "has no value",
+    "before": "is before",
+    "after": "is after",
+    "within_last": "within the last (days)",
+    "not_within_last": "not within the last (days)",
+    "anniversary_in": "anniversary within (days)",
+    "gt": "is more than",
+    "gte": "is at least",
+    "lt": "is less than",
+    "lte": "is at most",
+    "is_true": "is yes",
+    "is_false": "is no",
+    "has_any": "has any of",
+    "has_all": "has all of",
+    "has_none": "has none of",
+    "member": "is a member of",
+    "confirmed_member": "is a confirmed member of",
+    "not_member": "is not a member of",
+    "received": "received",
+    "opened": "opened",
+    "clicked": "clicked",
+    "not_opened": "did not open",
+}
+
+
+def op_label(op: str) -> str:
+    return OP_LABELS.get(op, op.replace("_", " "))
+
+
 @dataclass
 class Row:
     field: str = "email"
@@ -140,6 +179,25 @@ def _prune(builder: Builder) -> None:
     for group in [g for g in builder.parents if g not in used]:
         del builder.parents[group]
         builder.match.pop(group, None)
+
+
+def blank(row: Row) -> bool:
+    """A row still being filled in: no value yet where its operator needs one."""
+    return not row.value and row.op not in r.NO_VALUE_OPS and row.field != "activity"
+
+
+def filled(builder: Builder) -> Builder:
+    """The builder without the rows still being filled in: what the live count judges, so a
+    new page or a condition just added is not answered with an error. Saving judges every
+    row (a blank one is refused there, with the API's message)."""
+    kept = Builder(
+        name=builder.name,
+        match=dict(builder.match),
+        parents=dict(builder.parents),
+        rows=[row for row in builder.rows if not blank(row)],
+    )
+    _prune(kept)
+    return kept
 
 
 def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> Any:

@@ -84,9 +84,10 @@ async def _builder_page(
 ) -> Response:
     choices = await rule_choices(ctx)
     preview, problem = None, None
-    if builder.rows:
+    counted = sf.filled(builder)
+    if counted.rows:
         try:
-            rule = sf.to_rule(builder, choices.registry, choices.by_name)
+            rule = sf.to_rule(counted, choices.registry, choices.by_name)
             preview = await segments.preview_rules(ctx, rule)
         except ApiError as refused:
             problem = refused.message

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
@@ -29,6 +29,7 @@ from mailroom.dashboard.import_pages import router as dashboard_import_router
 from mailroom.dashboard.overview_pages import router as dashboard_overview_router
 from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.dashboard.people_pages import router as dashboard_people_router
+from mailroom.dashboard.render import note_delivery
 from mailroom.dashboard.security_pages import router as dashboard_security_router
 from mailroom.dashboard.segment_pages import router as dashboard_segments_router
 from mailroom.dashboard.sending_pages import router as dashboard_sending_router
@@ -55,6 +56,7 @@ from mailroom.templates.api import router as templates_router
 from mailroom.tracking.api import router as tracking_router
 from mailroom.tracking.recorder import HitRecorder
 from mailroom.web.bodylimit import BodyLimitMiddleware
+from mailroom.web.docs import router as docs_router
 from mailroom.web.errors import install_error_handlers
 from mailroom.web.idempotency import IdempotencyMiddleware
 from mailroom.web.methods import MethodMiddleware
@@ -69,6 +71,27 @@ each operation names the permission it needs. Errors are `{"error": "<message>"}
 extras. Writes (POST, PUT, PATCH, DELETE) count toward the plan's hourly write limit; reads
 never do, and neither do previews (POST operations marked `x-read-only`).
 """
+
+# The dashboard's pages: each says when mail only goes to the outbox folder (note_delivery).
+DASHBOARD_ROUTERS = [
+    dashboard_router,
+    dashboard_overview_router,
+    dashboard_contacts_router,
+    dashboard_groups_router,
+    dashboard_fields_router,
+    dashboard_import_router,
+    dashboard_segments_router,
+    dashboard_templates_router,
+    dashboard_campaigns_router,
+    dashboard_forms_router,
+    dashboard_automations_router,
+    dashboard_people_router,
+    dashboard_security_router,
+    dashboard_settings_router,
+    dashboard_sending_router,
+    dashboard_webhooks_router,
+    dashboard_suppressions_router,
+]
 
 ROUTERS = [
     # First: the open pixel and click redirect are the hottest paths (route matching walks
@@ -96,23 +119,9 @@ ROUTERS = [
     sending_router,
     media_router,
     media_public_router,
-    dashboard_router,
-    dashboard_overview_router,
-    dashboard_contacts_router,
-    dashboard_groups_router,
-    dashboard_fields_router,
-    dashboard_import_router,
-    dashboard_segments_router,
-    dashboard_templates_router,
-    dashboard_campaigns_router,
-    dashboard_forms_router,
-    dashboard_automations_router,
-    dashboard_people_router,
-    dashboard_security_router,
-    dashboard_settings_router,
-    dashboard_sending_router,
-    dashboard_webhooks_router,
-    dashboard_suppressions_router,
+    *DASHBOARD_ROUTERS,
+    # /docs, /redoc and /favicon.ico, served from here (never a CDN).
+    docs_router,
 ]
 
 
@@ -158,6 +167,9 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
         description=DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
+        # FastAPI's own pages load Swagger UI from a CDN: web.docs serves them offline.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.db = db
     app.state.settings = settings
@@ -170,7 +182,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     app.add_middleware(MethodMiddleware)
     app.add_middleware(ApiKeyMiddleware)
     for router in ROUTERS:
-        app.include_router(router)
+        dashboard = router in DASHBOARD_ROUTERS
+        app.include_router(router, dependencies=[Depends(note_delivery)] if dashboard else None)
     # Agents: the same operations as MCP tools (not an OpenAPI operation itself).
     app.state.mcp = McpHttpEndpoint(app, settings.public_url)
     app.router.routes.append(Route(MCP_PATH, app.state.mcp, methods=["GET", "POST", "DELETE"]))

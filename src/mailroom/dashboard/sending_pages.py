@@ -16,6 +16,7 @@ from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, when
 from mailroom.domains import service as domains
 from mailroom.people import sessions
 from mailroom.sending import service as sending
+from mailroom.sending.transport import parse_smtp_url
 
 router = APIRouter(include_in_schema=False)
 
@@ -34,8 +35,20 @@ async def _sending_page(visitor: Visitor, ctx: Context, status: int = 200) -> Re
         bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
         complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
         domains=[domains.as_dict(ctx, d) for d in rows],
+        relay=_relay(ctx.settings.smtp_url),
         flashes=sessions.take_flash(visitor.row),
     )
+
+
+def _relay(url: str) -> str:
+    """Where mail goes out, as host:port (never the URL: it may hold the relay's password)."""
+    if not url:
+        return ""
+    try:
+        target = parse_smtp_url(url)
+    except ValueError:
+        return "an SMTP relay (MAILROOM_SMTP_URL cannot be read: check it)"
+    return f"{target.host}:{target.port}"
 
 
 @router.get("/settings/sending")

@@ -141,11 +141,14 @@ async def test_importing_5000_rows_with_a_changed_mapping(
     assert await page.inner_text("h1") == "Match the columns of people.csv"
     await checked(page, "import-mapping")
     await page.get_by_label("What “Prénom” becomes").select_option("first_name")
-    await page.get_by_label("Tag them (optional, comma separated)").fill("imported")
+    await page.get_by_label("Tag them (optional; several separated by ; or |").fill("imported")
     await submit(page, "Import")
     state = page.locator("#import-state")
     await state.get_by_text("Imported: 5,000 new").wait_for(timeout=60_000)
     assert await state.locator("progress").get_attribute("value") == "100"
+    # The heading and, swapped in by htmx, the tab's title say that it finished.
+    assert await page.inner_text("h1") == "Import finished"
+    assert await page.title() == "Import finished · Mailroom"
     await checked(page, "import-done")
     found = await client.get("/api/v1/contacts", params={"q": "r00042@"}, headers=ws.headers)
     [contact] = found.json()["contacts"]

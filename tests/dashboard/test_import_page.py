@@ -152,3 +152,54 @@ async def test_a_run_whose_server_died_says_nothing_was_imported(app, db, settin
         (folder / "liverun.json").write_text(json.dumps({**state, "updated": time.time()}))
         live = await member.get("/app/import/liverun")
         assert "10 of 100" in live.text and 'hx-trigger="every 500ms"' in live.text
+
+
+async def _import_file(member, content: str) -> str:
+    """Upload `content`, import it with the column read as email, and read the result page."""
+    token = csrf_of((await member.get("/app/import")).text)
+    mapped = await member.post(
+        "/app/import", data={"csrf": token}, files={"file": ("f.csv", content.encode(), "text/csv")}
+    )
+    upload = re.search(r'action="/app/import/([A-Za-z0-9]+)"', mapped.text).group(1)
+    started = await member.post(
+        f"/app/import/{upload}",
+        data={"csrf": token, "col_0": "email", "default_status": "subscribed", "source": "import"},
+    )
+    assert started.status_code == 303
+    return await _finished(member, f"/app/import/{upload}")
+
+
+async def test_a_refused_import_says_why_and_its_title_says_it_failed(
+    app, client, db, settings, ws, factory
+):
+    """Issue 25: a refusal read only "No valid contacts found in the file" under the title
+    "Importing contacts", whatever the reason."""
+    member = await signed_in(app, db, settings, ws, "mo@shop.example", role="member")
+    async with aclosing(member):
+        mapped = (await _upload(member))[1].text
+        assert "separated by ; or |" in mapped and "comma separated" not in mapped
+
+        placeholders = "email\ntest@example.com\nabuse@mailtest.io\nnot-an-address\n"
+        failed = await _import_file(member, placeholders)
+        assert "<title>Import failed · Mailroom</title>" in failed
+        assert "<h1>Import failed</h1>" in failed
+        assert "No valid contacts found in the file" in failed
+        assert "Nothing was imported" in failed
+        assert "2 placeholder addresses" in failed
+        assert "<code>test@example.com</code>, <code>abuse@mailtest.io</code>" in failed
+        assert "1 row without a valid email address" in failed
+
+        done = await _import_file(member, "email\nann@mailtest.io\n")
+        assert "<title>Import finished · Mailroom</title>" in done
+        assert "<h1>Import finished</h1>" in done and "Imported: 1 new" in done
+
+    free = await factory.workspace("free")
+    owner = await signed_in(app, db, settings, free, "fay@free.example")
+    async with aclosing(owner):
+        many = "email\n" + "".join(f"c{n}@mailtest.io\n" for n in range(501))
+        capped = await _import_file(owner, many)
+        assert "<h1>Import failed</h1>" in capped
+        assert "Contact limit reached (500 on the Free plan)" in capped
+        assert "mailroom admin set-plan" in capped
+    listed = await client.get("/api/v1/contacts", headers=free.headers)
+    assert listed.json()["pagination"]["total"] == 0

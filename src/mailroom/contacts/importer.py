@@ -181,11 +181,16 @@ async def import_csv(
     for new_field in prepared.declared:
         await _declare(ctx, new_field)
     if not found:
+        # Beyond the spec's two counts, what else was skipped, so a person can be told why.
         raise ApiError(
             422,
             NO_ROWS,
             invalid=report.invalid,
             skipped_unconfirmed=report.skipped_unconfirmed,
+            skipped_placeholder=report.skipped_placeholder,
+            placeholder_addresses=report.placeholder_addresses[:20],
+            skipped_undeliverable=report.skipped_undeliverable,
+            undeliverable_domains=report.undeliverable_domains[:20],
         )
 
     step("matching existing contacts", 0, len(found))

@@ -78,6 +78,15 @@ class ImportRun:
     report: dict[str, Any] | None = None
     error: str | None = None
     updated: float = 0.0  # wall-clock time of the last write
+    code: int = 0  # a refusal's status: 403 is the plan's contact cap
+    details: dict[str, Any] | None = None  # a refusal's named extras (what was skipped)
+
+    @property
+    def title(self) -> str:
+        """The page's title: the run finished, failed, or is still going."""
+        return {"done": "Import finished", "failed": "Import failed"}.get(
+            self.status, "Importing contacts"
+        )
 
     @property
     def percent(self) -> int:
@@ -263,6 +272,7 @@ async def _run(
         run.report, run.status = report.as_dict(), "done"
     except ApiError as problem:
         run.error, run.status = problem.message, "failed"
+        run.code, run.details = problem.status, problem.extras
     except Exception:
         log.exception("dashboard import failed")
         run.error, run.status = "Import failed; nothing was imported", "failed"
@@ -337,7 +347,8 @@ async def progress_page(token: str, request: Request) -> Response:
         return render.page(
             template,
             status=200 if run is not None else 404,
-            title="Importing contacts",
+            title=run.title if run is not None else "Import not found",
+            fragment=fragment,
             section="contacts",
             visitor=visitor,
             token=token,

@@ -70,6 +70,46 @@ async def test_a_campaign_sent_and_its_report(
     assert page.errors == []
 
 
+async def test_a_picked_template_fills_the_editor_and_its_preview(
+    live_server, page, client, db, settings, ws
+):
+    """Issue 25: choosing a template filled nothing until the campaign was saved, and the
+    editor had no preview. Now the choice fills subject and content in place (htmx) and the
+    sandboxed preview shows it; the banner says mail only goes to the outbox."""
+    template = await client.post(
+        "/api/v1/templates",
+        json={
+            "name": "Welcome",
+            "subject": "Welcome aboard",
+            "html_content": "<h1>Hello {{ first_name | default('friend') }}</h1>",
+        },
+        headers=ws.headers,
+    )
+    assert template.status_code == 201, template.text
+    await choose_password(
+        page, live_server, await make_person(db, settings, ws, "ada@shop.example")
+    )
+    assert "No email leaves this installation yet." in await page.inner_text(".banner")
+    await page.goto(f"{live_server}/app/campaigns/new")
+    await page.get_by_label("Name (only you see it)").fill("Spring sale")
+    await relaid(
+        page,
+        "/app/campaigns/template",
+        page.get_by_label("Fill from a template").select_option(label="Welcome"),
+    )
+    await expect(page.get_by_label("Subject", exact=True)).to_have_value("Welcome aboard")
+    await expect(page.get_by_label("HTML", exact=True)).to_have_value(
+        "<h1>Hello {{ first_name | default('friend') }}</h1>"
+    )
+    assert await page.get_by_label("Name (only you see it)").input_value() == "Spring sale"
+    heading = page.frame_locator("iframe.desktop").locator("h1")
+    await expect(heading).to_have_text("Hello Jane")  # the sample contact
+    await page.get_by_label("HTML", exact=True).fill("<h1>Changed</h1>")
+    await expect(heading).to_have_text("Changed")
+    await checked(page, "campaign-template")
+    assert page.errors == []
+
+
 async def test_a_form_built_submitted_and_confirmed(
     live_server,
     page,

@@ -253,7 +253,8 @@ async def test_the_keyboard_on_the_sign_in_page_and_the_overview(
     await page.keyboard.press("Enter")
     await page.wait_for_url(f"{live_server}/app#content")  # the fragment lands a moment later
     await page.keyboard.press("Tab")
-    assert await page.evaluate(FOCUSED) == "a:Manage API keys"
+    # A new workspace's overview starts with its next steps.
+    assert await page.evaluate(FOCUSED) == "a:Import your contacts"
     assert page.errors == []
 
 

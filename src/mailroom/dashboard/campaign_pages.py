@@ -24,6 +24,7 @@ from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
 from mailroom.dashboard.charts import bar_chart, hourly_chart
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
+from mailroom.dashboard.template_pages import preview_document
 from mailroom.lists import service as lists
 from mailroom.models import Campaign
 from mailroom.people import sessions
@@ -158,6 +159,54 @@ async def new_campaign(request: Request) -> Response:
         draft: dict[str, Any] = dict.fromkeys(TEXT_FIELDS, "")
         draft |= {"audience": audiences.empty(), "track_opens": True, "track_clicks": True}
         return await _editor(visitor, ctx, draft)
+
+    return await as_visitor(request, work)
+
+
+def _draft_of(form: dict[str, Any]) -> dict[str, Any]:
+    """The editor's form as the editor shows it again (nothing saved)."""
+    draft: dict[str, Any] = {name: str(form.get(name) or "") for name in TEXT_FIELDS}
+    return draft | {
+        "audience": _audience_of(form),
+        "track_opens": form.get("track_opens") == "on",
+        "track_clicks": form.get("track_clicks") == "on",
+        "template_id": str(form.get("template_id") or ""),
+    }
+
+
+@router.post(f"{PATH}/template")
+async def use_template(request: Request) -> Response:
+    """The editor again with the chosen template's subject, preheader and content filled in
+    (htmx posts the form when a template is picked and swaps the content card; without
+    script the "Use this template" button posts it). Nothing is saved."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        draft = _draft_of(form)
+        if draft["template_id"]:
+            chosen = await templates.get_template(ctx, draft["template_id"])
+            for name in campaigns.CONTENT:
+                draft[name] = getattr(chosen, name) or ""
+        if form.get("campaign_id"):
+            stored = await campaigns.describe(
+                ctx, await campaigns.get_campaign(ctx, str(form["campaign_id"]))
+            )
+            draft = {**stored, **draft}
+        return await _editor(visitor, ctx, draft, campaign_id=str(form.get("campaign_id") or ""))
+
+    return await as_visitor(request, work)
+
+
+@router.get(f"{PATH}/{{campaign_id}}/preview")
+async def preview_campaign(campaign_id: str, request: Request) -> Response:
+    """The saved campaign rendered with sample values (the editor's frame without script;
+    with it, the frame shows the draft as it is typed, through the templates' draft preview)."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        stored = await campaigns.get_campaign(ctx, campaign_id)
+        parts = {name: getattr(stored, name) or "" for name in campaigns.CONTENT}
+        return await preview_document(
+            ctx, request, "", lambda contact_id: templates.preview_draft(ctx, parts, contact_id)
+        )
 
     return await as_visitor(request, work)
 

@@ -12,8 +12,9 @@ OPENS, CLICKS = "#1d4ed8", "#b45309"  # both 4.5:1 or better on white
 
 
 def hourly_chart(hourly: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Opens and clicks per hour (the report's `hourly`) as paired bars."""
-    if not hourly:
+    """Opens and clicks per hour (the report's `hourly`) as paired bars; None while nothing
+    was opened or clicked (the page says so in words instead of an empty frame)."""
+    if not any(h["opens"] or h["clicks"] for h in hourly):
         return None
     top = max([1] + [max(h["opens"], h["clicks"]) for h in hourly])
     slot = (WIDTH - 2 * PAD) / len(hourly)

@@ -188,7 +188,7 @@ async def delete_template(template_id: str, request: Request) -> Response:
     return await as_visitor(request, work)
 
 
-async def _preview(ctx: Context, request: Request, asked: str, make: Any) -> Response:
+async def preview_document(ctx: Context, request: Request, asked: str, make: Any) -> Response:
     """A preview frame's document: `make(contact_id)` renders; as the contact with the
     address `asked` (empty: sample values); the text version in a <pre> when asked."""
     contact_id = None
@@ -220,7 +220,7 @@ async def preview_template(template_id: str, request: Request) -> Response:
 
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         asked = (request.query_params.get("as") or "").strip()
-        return await _preview(
+        return await preview_document(
             ctx,
             request,
             asked,
@@ -236,7 +236,7 @@ async def preview_draft(request: Request) -> Response:
 
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         parts = {part: str(form.get(part) or "") for part in PARTS}
-        return await _preview(
+        return await preview_document(
             ctx,
             request,
             str(form.get("as") or "").strip(),

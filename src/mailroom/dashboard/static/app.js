@@ -59,6 +59,11 @@ for (const source of previews.keys()) {
   };
   source.addEventListener("input", soon);
   source.addEventListener("change", soon);
+  // Part of the form swapped in by htmx (a template picked in the campaign editor): the
+  // preview follows the new content, whenever the answer arrives.
+  document.body.addEventListener("htmx:afterSettle", (event) => {
+    if (source.contains(event.target)) soon();
+  });
   const extra = source.dataset.previewWith && document.querySelector(source.dataset.previewWith);
   if (extra) extra.addEventListener("change", soon);
   const note = document.getElementById("preview-note");

@@ -34,11 +34,15 @@ from mailroom.web.middleware import check_key
 log = logging.getLogger("mailroom.mcp")
 
 MCP_PATH = "/mcp"
+# Names every group (OpenAPI tag) of the tools, so an agent knows what it can do before listing
+# them: tests/mcp/test_mcp_instructions.py checks it against the app's tool set.
 INSTRUCTIONS = """\
-Mailroom's API as tools: contacts, tags, lists, custom fields, suppressions, webhooks and hosted
-images of one workspace (the one your API key belongs to). Each tool is one API operation and
-answers its JSON; errors come back as the API's {"error": ...} text. Writes count toward the
-plan's hourly write limit.
+Mailroom's API as tools, for one workspace (the one your API key belongs to): contacts (import,
+export, bulk actions), tags, lists, segments, custom fields, suppressions, templates, campaigns
+(send, schedule, test, report), sending (transactional send, the sender identity, pause and
+resume), automations, signup forms, media (hosted images), webhooks, sending domains, the
+account and its audit log. Each tool is one API operation and answers its JSON; errors come
+back as the API's {"error": ...} text. Writes count toward the plan's hourly write limit.
 """
 
 KeyOf = Callable[[ServerRequestContext[Any, Any]], str | None]

@@ -12,8 +12,12 @@ BEFORE they run. Everything else produces at most what it was given, and what it
 itself metered: no value is longer than `value_chars`, and all the values a render builds add
 up to at most `work_chars`, which bounds its memory (and most of its time) whatever it does.
 
-One residue, stated: a single C-level step over a value already within budget (sorting a few
-million items) is not interrupted; the budget is checked again as soon as it returns.
+A filter is one Python call, so it is checked before and after it runs, and one call is kept
+short (`templates.filters`): the filters that work item by item in Python take at most
+`filter_input` characters or items, lazy ones check the clock per item, `urlize` per word.
+One residue, stated: a single step already within those bounds (a C-level step over a value
+within budget, one capped filter call, well under the time budget) is not interrupted; the
+budget is checked again as soon as it returns.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ class Limits:
     loop_turns: int = 1_000_000
     depth: int = 50  # macro calls and recursive loops nested in each other
     int_bits: int = 65_536  # a bigger integer is no merge value
+    # What one call of a filter working item by item in Python (sort, wordwrap, title, ...)
+    # takes: one such call stays well under the time budget.
+    filter_input: int = 100_000
 
 
 DEFAULT_LIMITS = Limits()

@@ -12,24 +12,24 @@ The hooks, and why each:
 - `~`: joined by `environment.checked_concat`, so doubling a string in a loop is charged.
 - calls: depth-counted (recursive macros), str methods limited to a list that cannot be made to
   amplify unchecked, integer arguments bounded (`ljust(10**9)`, `to_bytes(10**9)`).
+- filters: each checked before and after its call, and bounded (`templates.filters`).
 - containers are measured (bounded) before they are turned into text: a list nesting itself
   forty times is tiny in memory but its text is not.
+- only data prints (`templates.values.shown`): a function, method, class, iterator or
+  undefined value is empty text in output, `~` joins, `%` and `str.format`, so no repr (and
+  no heap address) reaches a message.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
-from jinja2.defaults import DEFAULT_FILTERS
-from jinja2.runtime import ChainableUndefined, Context, LoopContext, Undefined
+from jinja2.runtime import ChainableUndefined, Context, LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from jinja2.utils import Namespace
 
 from mailroom.templates.budget import (
     Budget,
@@ -37,13 +37,20 @@ from mailroom.templates.budget import (
     check_binop,
     check_format,
     check_int_args,
-    check_printf,
     current,
-    text_size,
 )
+from mailroom.templates.filters import (
+    LOOP_FILTER,
+    capped,
+    joined,
+    loop_budget,
+    merge_filters,
+    replace_size,
+)
+from mailroom.templates.values import CONTAINERS, Record, measure, shown
+from mailroom.templates.values import as_record as as_record  # render.py's
 
 MAX_RANGE = 100_000  # as Jinja's own sandbox
-LOOP_FILTER = "loop_budget"
 
 
 class Blank(ChainableUndefined):
@@ -73,112 +80,12 @@ class Blank(ChainableUndefined):
         return 0.0
 
 
-class Record:
-    """Named values for merge tags (`custom_fields.company`, `workspace.name`, `vars.order`):
-    a key is never shadowed by a dict method (a field named `items` or `keys` is its value),
-    and a missing key is blank."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self._values = values
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __contains__(self, key: Any) -> bool:
-        return key in self._values
-
-    def __str__(self) -> str:
-        return str(dict(self._values))
-
-    __repr__ = __str__
-
-
-def as_record(value: Any) -> Any:
-    """JSON-like data as merge values: objects become `Record`s, all the way down."""
-    if isinstance(value, Mapping):
-        return Record({str(k): as_record(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return [as_record(v) for v in value]
-    return value
-
-
-def _children(item: Any) -> Any:
-    """The values inside a container (None for anything else)."""
-    if isinstance(item, Mapping):
-        return (*item.keys(), *item.values())
-    if isinstance(item, list | tuple | set | frozenset):
-        return item
-    if isinstance(item, Record):
-        return (item._values,)
-    if isinstance(item, Namespace):
-        return (object.__getattribute__(item, "_Namespace__attrs"),)
-    return None
-
-
-def measure(budget: Budget, value: Any) -> None:
-    """Refuse a container whose text would be longer than the render may still build. Each
-    distinct container is visited once, so a list nesting itself forty times (tiny in memory,
-    astronomical as text) costs forty steps."""
-    room = budget.room()
-    sizes: dict[int, int] = {}  # id -> size (1 while in progress: a cycle counts once)
-    stack: list[tuple[Any, bool]] = [(value, False)]
-    while stack:
-        item, expanded = stack.pop()
-        children = _children(item)
-        if children is None:
-            continue
-        key = id(item)
-        if not expanded:
-            if key in sizes:
-                continue
-            sizes[key] = 1
-            stack.append((item, True))
-            stack.extend((child, False) for child in children if _children(child) is not None)
-            continue
-        size = len(children)
-        for child in children:
-            if isinstance(child, str | bytes):
-                size += len(child)
-            elif id(child) in sizes:
-                size += sizes[id(child)]
-        sizes[key] = size
-        if size > room:
-            budget.expect(size)
-        budget.tick()
-
-
-_CONTAINERS = (list, tuple, set, frozenset, dict, Record, Namespace)
-
-
 def _finalize(value: Any) -> Any:
-    """Every `{{ ... }}` before it becomes text: None is nothing, containers are measured."""
-    if value is None:
-        return ""
-    if isinstance(value, _CONTAINERS):
-        measure(current(), value)
-    return value
-
-
-def _default(value: Any, default_value: Any = "", boolean: bool = True) -> Any:
-    """`default`: an absent, empty or None value takes the fallback (pass `false` as the
-    second argument to keep 0 and empty strings)."""
-    if isinstance(value, Undefined) or value is None or (boolean and not value):
-        return default_value
-    return value
+    """Every `{{ ... }}` before it becomes text: data as it is (containers measured), None and
+    anything that is not data (a callable, a class, an iterator, an undefined value) nothing."""
+    if type(value) is str:  # the common case
+        return value
+    return shown(current(), value)
 
 
 def _range(*args: int) -> range:
@@ -186,99 +93,6 @@ def _range(*args: int) -> range:
     if len(numbers) > MAX_RANGE:
         raise BudgetExceeded(f"range() is limited to {MAX_RANGE:,} numbers")
     return numbers
-
-
-def _loop_budget(value: Any) -> Iterator[Any]:
-    budget = current()
-    for item in value:
-        budget.turn()
-        yield item
-
-
-# ---------------------------------------------------------------- filters
-
-
-def _replace_size(text: str, old: str, new: str, count: Any) -> int:
-    found = len(text) + 1 if old == "" else text.count(old)
-    if isinstance(count, int) and count >= 0:
-        found = min(found, count)
-    return len(text) + found * max(len(new) - len(old), 0)
-
-
-def _joined(budget: Budget, items: list[Any], separator: Any) -> None:
-    measure(budget, items)
-    budget.expect(sum(text_size(i) for i in items) + len(items) * text_size(separator))
-
-
-def _check_filter(name: str, budget: Budget, a: Any) -> None:
-    """Filters whose result can be far larger than their input, checked before they run."""
-    if name == "center":
-        budget.expect(max(text_size(a["value"]), int(a["width"])))
-    elif name == "indent":
-        width = a["width"]
-        pad = len(width) if isinstance(width, str) else int(width)
-        text = str(a["s"])
-        budget.expect(len(text) + (text.count("\n") + 1) * pad)
-    elif name == "wordwrap":
-        text, wrap = str(a["s"]), a["wrapstring"] or "\n"
-        budget.expect(len(text) + (len(text) // max(int(a["width"]), 1) + 1) * len(wrap))
-    elif name == "replace":
-        budget.expect(_replace_size(str(a["s"]), str(a["old"]), str(a["new"]), a["count"]))
-    elif name == "format":
-        check_printf(budget, str(a["value"]))
-    elif name == "batch" and a["fill_with"] is not None:
-        budget.expect(int(a["linecount"]))
-    elif name == "slice":
-        budget.turn(max(int(a["slices"]), 0))
-    elif name == "tojson" and a["indent"] is not None:
-        indent = a["indent"]
-        if (len(indent) if isinstance(indent, str) else int(indent)) > 16:
-            raise BudgetExceeded("tojson indent is limited to 16")
-    elif name == "sum" and not isinstance(a["start"], int | float):
-        raise BudgetExceeded("sum adds numbers only")
-
-
-# Filters that neither turn their value into text nor build anything bigger than it.
-_SHALLOW = frozenset(
-    {"length", "count", "first", "last", "random", "map", "select", "reject", "selectattr"}
-    | {"rejectattr", "batch", "slice", "list", "reverse", "attr", "int", "float", "abs"}
-    | {"round", "default", "d", "sum", "min", "max", "sort", "unique", "dictsort", "groupby"}
-)
-_CHECKED = frozenset(
-    {"center", "indent", "wordwrap", "replace", "format", "batch", "slice", "tojson", "sum"}
-)
-
-
-def _metered_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    checked = name in _CHECKED or name == "join"
-    shallow = name in _SHALLOW
-    # Where the filtered value sits among the arguments: after a passed context, if any.
-    skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
-    # Jinja's sync/async filters wrap a function that may take no context while the wrapper
-    # does: bind against the real signature, past what only the wrapper takes.
-    inner = inspect.unwrap(func)
-    signature = inspect.signature(inner)
-    extra = skip if getattr(inner, "jinja_pass_arg", None) is None else 0
-
-    @functools.wraps(func)  # keeps `jinja_pass_arg`
-    def metered(*args: Any, **kwargs: Any) -> Any:
-        budget = current()
-        budget.tick()
-        if not shallow and len(args) > skip and isinstance(args[skip], _CONTAINERS):
-            measure(budget, args[skip])
-        if checked:
-            bound = signature.bind(*args[extra:], **kwargs)
-            bound.apply_defaults()
-            if name == "join":
-                items = list(bound.arguments["value"])
-                _joined(budget, items, bound.arguments["d"])
-                bound.arguments["value"] = items
-                args, kwargs = (*args[:extra], *bound.args), bound.kwargs
-            else:
-                _check_filter(name, budget, bound.arguments)
-        return budget.built(func(*args, **kwargs))
-
-    return metered
 
 
 # ---------------------------------------------------------------- calls
@@ -301,18 +115,24 @@ def _check_str_call(budget: Budget, method: Any, text: Any, args: tuple[Any, ...
     if name not in _STR_METHODS:
         raise BudgetExceeded(f"str.{name}() is not available in templates")
     if name == "join" and args:
-        items = list(args[0])
-        _joined(budget, items, text)
-        return (items, *args[1:])
+        return (joined(budget, capped(budget, "join", args[0]), text), *args[1:])
     if name == "replace" and len(args) >= 2:
         count = args[2] if len(args) > 2 else -1
-        budget.expect(_replace_size(str(text), str(args[0]), str(args[1]), count))
+        budget.expect(replace_size(str(text), str(args[0]), str(args[1]), count))
     check_int_args(budget, args, {})
     return args
 
 
 # What generated code passes to every call inside a loop or block: Jinja's, not the user's.
 _PASSED_VARS = frozenset({"_loop_vars", "_block_vars"})
+
+
+def _is_str_format(obj: Any) -> bool:
+    """Jinja's sandboxed `str.format` / `format_map` (wrapping the bound method)."""
+    wrapped = getattr(obj, "__wrapped__", None)
+    return isinstance(getattr(wrapped, "__self__", None), str) and getattr(
+        wrapped, "__name__", ""
+    ) in ("format", "format_map")
 
 
 class MeteredCodeGenerator(CodeGenerator):
@@ -380,10 +200,7 @@ class MergeEnvironment(ImmutableSandboxedEnvironment):
         )
         self.globals.pop("lipsum", None)  # paragraphs on demand: no merge value
         self.globals["range"] = _range
-        filters = {name: _metered_filter(name, f) for name, f in DEFAULT_FILTERS.items()}
-        filters["default"] = filters["d"] = _default
-        filters[LOOP_FILTER] = _loop_budget
-        self.filters = filters
+        self.filters = merge_filters()
         self.base_names = dict(self.globals)  # what every render's context starts from
 
     # Called by the generated code.
@@ -392,16 +209,16 @@ class MergeEnvironment(ImmutableSandboxedEnvironment):
 
     def checked_concat(self, join: Callable[[Any], str], parts: tuple[Any, ...]) -> str:
         budget = current()
-        for part in parts:
-            if isinstance(part, _CONTAINERS):
-                measure(budget, part)
+        # What is not data joins as nothing, as it prints (`_finalize`).
+        parts = tuple(p if type(p) is str else shown(budget, p) for p in parts)
         return budget.built(join(parts))
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         budget = current()
         check_binop(budget, operator, left, right)
-        if operator == "%" and isinstance(right, _CONTAINERS):
-            measure(budget, right)
+        if operator == "%" and isinstance(left, str):  # its operands become text
+            right = tuple(shown(budget, r) for r in right) if type(right) is tuple else right
+            right = shown(budget, right)
         return budget.built(super().call_binop(context, operator, left, right))
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -410,12 +227,16 @@ class MergeEnvironment(ImmutableSandboxedEnvironment):
                 return obj._values[attribute]
             except KeyError:
                 return self.undefined(obj=obj, name=attribute)
+        # Never folded while compiling (`current()` is Impossible then): `'a' ~ ''.join` would
+        # otherwise become constant text holding the method's repr, checked by nothing.
+        current()
         value = super().getattr(obj, attribute)
         if attribute in ("format", "format_map") and isinstance(obj, str):
             check_format(current(), obj)
         return value
 
     def getitem(self, obj: Any, argument: Any) -> Any:
+        current()  # as getattr: never folded while compiling
         value = super().getitem(obj, argument)
         if argument in ("format", "format_map") and isinstance(obj, str):
             check_format(current(), obj)
@@ -432,13 +253,16 @@ class MergeEnvironment(ImmutableSandboxedEnvironment):
         budget.tick()
         bound_to = getattr(__obj, "__self__", None)
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level
-            args = (_loop_budget(args[0]), *args[1:])
+            args = (loop_budget(args[0]), *args[1:])
         elif isinstance(bound_to, str | bytes):
             args = _check_str_call(budget, __obj, bound_to, args)
         elif isinstance(__obj, types.BuiltinFunctionType | types.BuiltinMethodType):
             check_int_args(budget, args, kwargs)
+        elif _is_str_format(__obj):  # `'{}'.format(x)`: its arguments become text
+            args = tuple(shown(budget, a) for a in args)
+            kwargs = {k: shown(budget, v) for k, v in kwargs.items()}
         for value in (*args, *(v for k, v in kwargs.items() if k not in _PASSED_VARS)):
-            if isinstance(value, _CONTAINERS):
+            if isinstance(value, CONTAINERS):
                 measure(budget, value)
         budget.depth += 1
         if budget.depth > budget.limits.depth:

@@ -26,6 +26,7 @@ from mailroom.models import Contact, ListMember, MailingList, Workspace
 from mailroom.pages.emails import confirmation_email
 from mailroom.sending import transactional
 from mailroom.settings import Settings
+from mailroom.templates.source import literal
 
 CONFIRM = "confirm"  # token purpose
 VALID_SECONDS = 7 * 24 * 3600
@@ -65,7 +66,11 @@ async def request_confirmation(ctx: Context, list_id: str, contact_id: str) -> N
     message = confirmation_email(
         contact.language, str(name or ""), mailing_list.name, contact.email, link
     )
-    await transactional.queue(ctx, {"contact_id": contact.id, **message})
+    # The message is finished text, and the engine renders every payload as a template: it
+    # goes in as literal source, so an address, list or workspace name holding `{{ ... }}`
+    # is printed, never run (as `transactional.queue_system` does for the forms' email).
+    parts = {name: literal(text, before_tag=False) for name, text in message.items()}
+    await transactional.queue(ctx, {"contact_id": contact.id, **parts})
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """A receiver process for the webhook benchmark: answers 200 at once, and measures for each
-delivery the delay between the event's `created_at` and its arrival. `GET /stats` reports;
-`POST /reset` starts over. Run: python -m bench.webhook_receiver PORT"""
+delivery the delay between the event's `created_at` and its arrival. `GET /stats` reports
+(count, delays, the longest of them: the lag of the last delivery of a burst, and the first
+and last arrival times); `POST /reset` starts over. Run: python -m bench.webhook_receiver PORT"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from aiohttp import web
 
 delays: list[float] = []
 ids: set[str] = set()
+arrivals: list[float] = []  # the first and the last arrival (time.time())
 count = 0
 
 
@@ -21,7 +23,11 @@ async def hook(request: web.Request) -> web.Response:
     global count
     body = orjson.loads(await request.read())
     created = datetime.fromisoformat(body["created_at"].replace("Z", "+00:00")).timestamp()
-    delays.append(time.time() - created)
+    now = time.time()
+    delays.append(now - created)
+    if not arrivals:
+        arrivals.append(now)
+    arrivals[1:] = [now]
     ids.add(body["id"])
     count += 1
     return web.Response(text="ok")
@@ -40,6 +46,9 @@ async def stats(_request: web.Request) -> web.Response:
             "p50_delay_s": pick(0.5),
             "p99_delay_s": pick(0.99),
             "mean_delay_s": statistics.fmean(ordered) if ordered else 0.0,
+            "max_delay_s": ordered[-1] if ordered else 0.0,
+            "first_at": arrivals[0] if arrivals else 0.0,
+            "last_at": arrivals[-1] if arrivals else 0.0,
         }
     )
 
@@ -48,6 +57,7 @@ async def reset(_request: web.Request) -> web.Response:
     global count
     delays.clear()
     ids.clear()
+    arrivals.clear()
     count = 0
     return web.Response(text="ok")
 

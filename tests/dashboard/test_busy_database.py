@@ -26,7 +26,7 @@ from sqlalchemy import func, select, update
 from mailroom.core.clock import utcnow
 from mailroom.models import DashboardSession, SendLog
 from mailroom.people import sessions
-from tests.dashboard.helpers import PASSWORD, make_person
+from tests.dashboard.helpers import PASSWORD, csrf_of, make_person
 from tests.reliability.campaign_run import send_status, verified_campaign
 from tests.sending.helpers import ok
 from tests.sending.sink import Sink
@@ -100,7 +100,11 @@ async def _browser(base: str, db, settings, ws, email: str) -> tuple[httpx.Async
     """A signed-in browser-like client of the server, and its session row's id."""
     link = await make_person(db, settings, ws, email)
     browser = httpx.AsyncClient(base_url=base, timeout=60)
-    signed = await browser.post(link, data={"password": PASSWORD})
+    form = await browser.get(link)  # as a browser does: the form's page, then its post
+    answers = {"password": PASSWORD}
+    if 'name="csrf"' in form.text:
+        answers["csrf"] = csrf_of(form.text)
+    signed = await browser.post(link, data=answers)
     assert signed.status_code == 303, signed.text
     token = browser.cookies[sessions.COOKIE]
     return browser, hashlib.sha256(token.encode()).hexdigest()

@@ -3,18 +3,29 @@
 - Claims with `claim_due` (leases; SKIP LOCKED on PostgreSQL), so several workers share the
   work and a killed worker's deliveries come back when their lease runs out (at-least-once,
   always with the same delivery id).
-- Many requests in flight at once over one pooled client; a per-endpoint cap keeps one slow
-  receiver from taking every slot (its excess claims are handed back at once).
-- Outcomes are written in batches: delivered, or retried after the configured delays (with
-  jitter) until the fifth attempt fails; 20 deliveries failing in a row disable the endpoint
-  and abandon its queue.
+- Each endpoint is a lane: up to `PER_ENDPOINT` requests in flight, fed from a queue of
+  deliveries this worker holds for it. A request that ends starts the lane's next one at
+  once, so an endpoint that is due work never waits for a batch, a claim or the loop's poll.
+  The queue is kept about `BUFFER_SECONDS` of the lane's measured pace deep (at least
+  `LOW_WATER`, at most `HIGH_WATER`), refilled when it runs low: a fast receiver gets big
+  claims, a slow one a few rows, and one endpoint's backlog never takes another's turn (full
+  lanes are left out of the claim). Held deliveries too close to the end of their lease to
+  be sent in time are handed back, not sent late.
+- One write transaction per exchange records the outcomes so far (delivered, or retried
+  after the configured delays, with jitter, until the fifth attempt fails; 20 deliveries
+  failing in a row disable the endpoint and abandon its queue) and claims the next rows: on
+  SQLite, where the worker takes the one write lock in turn with the API, each turn is worth
+  a second of sending.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -37,10 +48,17 @@ log = logging.getLogger("mailroom.webhooks")
 
 MAX_ATTEMPTS = 5
 DISABLE_AFTER = 20
-MAX_IN_FLIGHT = 200
-PER_ENDPOINT = 16
-CLAIM_BATCH = 500
+MAX_IN_FLIGHT = 200  # requests at once, all endpoints
+MAX_HELD = 5000  # deliveries held (queued or in flight), all endpoints
+PER_ENDPOINT = 16  # requests at once to one endpoint
+LOW_WATER = 2 * PER_ENDPOINT  # the least a lane's queue is filled to
+HIGH_WATER = 1000  # the most
+BUFFER_SECONDS = 1.0  # a lane's queue holds about this long of its pace
+CLAIM_BATCH = 500  # rows a claim: its write transaction stays short
 LEASE_SECONDS = 120
+RECORD_EVERY = 0.25  # seconds: outcomes wait at most about this long to be written
+RECORD_AT = 500  # outcomes: written at once when this many are waiting
+LANE_MEMORY = 60.0  # seconds an idle lane (and its pace) is kept
 
 
 @dataclass
@@ -56,6 +74,7 @@ class Job:
     created_at: datetime
     data: dict[str, Any]
     workspace_name: str
+    send_by: float = 0.0  # time.monotonic(): not started after this, the lease is too short
 
 
 @dataclass
@@ -65,6 +84,36 @@ class Outcome:
     finished_at: datetime = field(default_factory=utcnow)
 
 
+@dataclass
+class Lane:
+    """One endpoint's deliveries held by this worker."""
+
+    queue: deque[Job] = field(default_factory=deque)
+    running: int = 0
+    more: bool = True  # more of its deliveries may be due than it holds
+    gap: float = 0.0  # seconds between two of its requests ending, smoothed (0: not known)
+    last_done: float = 0.0
+
+    @property
+    def held(self) -> int:
+        return len(self.queue) + self.running
+
+    @property
+    def target(self) -> int:
+        pace = 1.0 / self.gap if self.gap else 0.0  # deliveries per second
+        return int(min(HIGH_WATER, max(LOW_WATER, pace * BUFFER_SECONDS)))
+
+    @property
+    def low(self) -> bool:
+        return len(self.queue) * 2 < self.target
+
+    def finished(self, now: float) -> None:
+        if self.last_done:
+            gap = now - self.last_done
+            self.gap = gap if not self.gap else 0.9 * self.gap + 0.1 * gap
+        self.last_done = now
+
+
 class DeliveryWorker:
     """One per worker process; `tick` is its loop (see worker.py)."""
 
@@ -72,107 +121,208 @@ class DeliveryWorker:
         self.settings = settings
         self.allowed = urlguard.parse_networks(settings.webhook_allow_networks)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.per_endpoint: dict[str, int] = {}
+        self.lanes: dict[str, Lane] = {}
         self.outcomes: list[Outcome] = []
+        self.expired: list[str] = []  # held too long: handed back at the next exchange
+        self.wanted = asyncio.Event()  # a lane runs low, or outcomes pile up
         self._session: aiohttp.ClientSession | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = client.make_session(
-                self.allowed, limit=MAX_IN_FLIGHT, per_host=PER_ENDPOINT
-            )
+            # No per-host cap: endpoints sharing a host (every Slack endpoint) must not queue
+            # behind each other's connections; the lanes cap each endpoint.
+            self._session = client.make_session(self.allowed, limit=MAX_IN_FLIGHT, per_host=0)
         return self._session
 
+    @property
+    def held(self) -> int:
+        return sum(lane.held for lane in self.lanes.values())
+
     async def tick(self, ctx: WorkerContext) -> int:
-        await self.flush(ctx.db)
-        free = MAX_IN_FLIGHT - len(self.tasks)
-        started = await self._start(ctx, free) if free > 0 else 0
+        recorded, started = await self._exchange(ctx)
         if started:
             return started
-        if self.tasks:  # nothing new: wait for something in flight to finish
-            await asyncio.wait(self.tasks, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
-            return 1
-        return 0
+        if not self.tasks:
+            return recorded  # nothing held: the loop sleeps its poll interval when 0
+        # Requests are running: wake when a lane runs low (while more is due) or outcomes
+        # pile up, and record at least every RECORD_EVERY.
+        self.wanted.clear()
+        if not self._wants_exchange():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wanted.wait(), timeout=RECORD_EVERY)
+        return 1
 
-    async def _start(self, ctx: WorkerContext, free: int) -> int:
-        saturated = [e for e, n in self.per_endpoint.items() if n >= PER_ENDPOINT]
-        async with ctx.db.transaction() as session:
-            claimed = await claim_due(
-                session,
-                WebhookDelivery,
-                worker_id=ctx.worker_id,
-                limit=min(free, CLAIM_BATCH),
-                lease_seconds=min(LEASE_SECONDS, ctx.settings.worker_lease_seconds),
-                where=[WebhookDelivery.endpoint_id.not_in(saturated)] if saturated else [],
-            )
-            if not claimed:
-                return 0
-            jobs = await _load_jobs(session, [d.id for d in claimed])
-            # Over an endpoint's cap: hand the lease back at once for another tick to take.
-            keep: list[Job] = []
-            counts = dict(self.per_endpoint)
-            handed_back: list[str] = []
-            for job in jobs:
-                if counts.get(job.endpoint_id, 0) >= PER_ENDPOINT:
-                    handed_back.append(job.delivery_id)
-                    continue
-                counts[job.endpoint_id] = counts.get(job.endpoint_id, 0) + 1
-                keep.append(job)
-            if handed_back:
-                await session.execute(
-                    update(WebhookDelivery)
-                    .where(WebhookDelivery.id.in_(handed_back))
-                    .values(locked_until=None, locked_by=None)
-                )
-        for job in keep:
-            self.per_endpoint[job.endpoint_id] = self.per_endpoint.get(job.endpoint_id, 0) + 1
-            task = asyncio.create_task(self._deliver(job))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-        return len(keep)
+    def _wants_exchange(self) -> bool:
+        if len(self.outcomes) >= RECORD_AT:
+            return True
+        return any(lane.more and lane.low for lane in self.lanes.values() if lane.running)
 
-    async def _deliver(self, job: Job) -> None:
+    async def _exchange(self, ctx: WorkerContext) -> tuple[int, int]:
+        """Record what finished and claim what the lanes have room for, in one transaction;
+        (outcomes recorded, deliveries taken on)."""
+        outcomes, self.outcomes = self.outcomes, []
+        expired, self.expired = self.expired, []
+        self._forget_idle_lanes()
+        room = {eid: lane.target - lane.held for eid, lane in self.lanes.items()}
+        full = [eid for eid, free in room.items() if free <= 0]
+        open_rooms = [free for free in room.values() if free > 0] or [LOW_WATER]
+        limit = min(MAX_HELD - self.held, CLAIM_BATCH, max(sum(open_rooms), LOW_WATER))
+        taken: list[str] = []
+        lease = min(LEASE_SECONDS, ctx.settings.worker_lease_seconds)
         try:
-            if not job.enabled:
-                self.outcomes.append(Outcome(job, None))
-                return
-            body, headers = request_for(
-                channel=job.channel,
-                secret=job.secret,
-                delivery_id=job.delivery_id,
-                event_type=job.event_type,
-                created_at=job.created_at,
-                data=job.data,
-                workspace_name=job.workspace_name,
-                public_url=self.settings.public_url,
-            )
-            attempt = await client.post(
-                self.session,
-                job.url,
-                body,
-                headers,
-                deadline_seconds=self.settings.webhook_timeout,
-                allowed=self.allowed,
-            )
-            self.outcomes.append(Outcome(job, attempt))
+            async with ctx.db.transaction() as session:
+                disabled = await self._record(session, outcomes, expired)
+                if limit > 0:
+                    taken = await self._claim(session, ctx.worker_id, lease, limit, full, room)
+            # What to send is read after the write transaction: it holds no lock meanwhile.
+            jobs = await _read_jobs(ctx.db, taken) if taken else []
+        except Exception:
+            # The rows keep their lease and come back when it ends: delivered again, never lost.
+            log.exception("could not record %d webhook outcomes or claim", len(outcomes))
+            return 0, 0
+        # Started after this, an attempt could outlast the lease (another worker may have it).
+        send_by = time.monotonic() + max(lease / 2, lease - self.settings.webhook_timeout - 5)
+        for job in jobs:
+            job.send_by = send_by
+        self._drop(disabled)
+        self._start(jobs)
+        return len(outcomes), len(jobs)
+
+    def _forget_idle_lanes(self) -> None:
+        """A lane outlives its queue a while: its pace sizes the next claim of a burst."""
+        now = time.monotonic()
+        for endpoint_id, lane in list(self.lanes.items()):
+            if not lane.held and now - lane.last_done > LANE_MEMORY:
+                del self.lanes[endpoint_id]
+
+    async def _claim(
+        self,
+        session: Any,
+        worker_id: str,
+        lease: int,
+        limit: int,
+        full: list[str],
+        room: dict[str, int],
+    ) -> list[str]:
+        """Lease due deliveries of lanes with room; the ids kept, oldest first."""
+        claimed = await claim_due(
+            session,
+            WebhookDelivery,
+            worker_id=worker_id,
+            limit=limit,
+            lease_seconds=lease,
+            where=[WebhookDelivery.endpoint_id.not_in(full)] if full else [],
+        )
+        # A claim cut short by its limit leaves rows due; one that came back short found all
+        # that was due for the lanes it looked at (those with room).
+        more = len(claimed) >= limit
+        for endpoint_id, lane in self.lanes.items():
+            if endpoint_id not in full:
+                lane.more = more
+        # Keep what each lane has room for (a new endpoint: LOW_WATER); hand back the rest.
+        keep: list[str] = []
+        handed_back: list[str] = []
+        for delivery in claimed:
+            lane = self.lanes.setdefault(delivery.endpoint_id, Lane(more=more))
+            free = room.setdefault(delivery.endpoint_id, lane.target - lane.held)
+            if free <= 0:
+                handed_back.append(delivery.id)
+                lane.more = True
+                continue
+            room[delivery.endpoint_id] = free - 1
+            keep.append(delivery.id)
+        if handed_back:
+            await _hand_back(session, handed_back)
+        return keep
+
+    async def _record(self, session: Any, outcomes: list[Outcome], expired: list[str]) -> set[str]:
+        """Write outcomes and hand back expired holds; the endpoints that got disabled."""
+        disabled: set[str] = set()
+        if outcomes:
+            disabled = await record(session, outcomes, self.settings.webhook_retry_delays)
+        if expired:
+            await _hand_back(session, expired)
+        return disabled
+
+    def _drop(self, endpoint_ids: set[str]) -> None:
+        """A disabled endpoint's deliveries were abandoned: send none of those held."""
+        for endpoint_id in endpoint_ids:
+            lane = self.lanes.get(endpoint_id)
+            if lane is not None:
+                lane.queue.clear()
+
+    def _start(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            self.lanes.setdefault(job.endpoint_id, Lane()).queue.append(job)  # made by _claim
+        for endpoint_id in {job.endpoint_id for job in jobs}:
+            lane = self.lanes[endpoint_id]
+            while lane.running < min(PER_ENDPOINT, len(lane.queue) + lane.running):
+                lane.running += 1
+                task = asyncio.create_task(self._run_lane(endpoint_id, lane))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+
+    async def _run_lane(self, endpoint_id: str, lane: Lane) -> None:
+        """One of a lane's requests in a row: each one that ends starts the next held one."""
+        try:
+            while lane.queue:
+                job = lane.queue.popleft()
+                if time.monotonic() > job.send_by:
+                    self.expired.append(job.delivery_id)
+                    continue
+                attempt = await self._deliver(job)
+                # Only now look up the list: an exchange may have taken the one from before.
+                self.outcomes.append(Outcome(job, attempt))
+                lane.finished(time.monotonic())
+                if self._wants_exchange():
+                    self.wanted.set()
         finally:
-            self.per_endpoint[job.endpoint_id] -= 1
-            if not self.per_endpoint[job.endpoint_id]:
-                del self.per_endpoint[job.endpoint_id]
+            lane.running -= 1
+            if not self.tasks - {asyncio.current_task()}:
+                self.wanted.set()  # the last request ended: record it now
+
+    async def _deliver(self, job: Job) -> client.Attempt | None:
+        if not job.enabled:
+            return None
+        body, headers = request_for(
+            channel=job.channel,
+            secret=job.secret,
+            delivery_id=job.delivery_id,
+            event_type=job.event_type,
+            created_at=job.created_at,
+            data=job.data,
+            workspace_name=job.workspace_name,
+            public_url=self.settings.public_url,
+        )
+        return await client.post(
+            self.session,
+            job.url,
+            body,
+            headers,
+            deadline_seconds=self.settings.webhook_timeout,
+            allowed=self.allowed,
+        )
 
     async def flush(self, db: Database) -> None:
-        if not self.outcomes:
-            return
+        """Record the outcomes so far and hand back what expired (no claim)."""
         outcomes, self.outcomes = self.outcomes, []
+        expired, self.expired = self.expired, []
+        if not outcomes and not expired:
+            return
         try:
             async with db.transaction() as session:
-                await record(session, outcomes, self.settings.webhook_retry_delays)
+                disabled = await self._record(session, outcomes, expired)
         except Exception:
             # The rows keep their lease and come back when it ends: delivered again, never lost.
             log.exception("could not record %d webhook outcomes", len(outcomes))
+            return
+        self._drop(disabled)
 
     async def close(self, db: Database, grace_seconds: float = 10.0) -> None:
+        # Queued deliveries are not started; the host's retire() hands their rows back.
+        for lane in self.lanes.values():
+            lane.queue.clear()
         if self.tasks:
             await asyncio.wait(self.tasks, timeout=grace_seconds)
         await self.flush(db)
@@ -180,9 +330,39 @@ class DeliveryWorker:
             await self._session.close()
 
 
+async def _hand_back(session: Any, delivery_ids: list[str]) -> None:
+    """Release leases at once, for any worker's next claim."""
+    await session.execute(
+        update(WebhookDelivery)
+        .where(WebhookDelivery.id.in_(delivery_ids), WebhookDelivery.status == "pending")
+        .values(locked_until=None, locked_by=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def _read_jobs(db: Database, delivery_ids: list[str]) -> list[Job]:
+    """The deliveries' jobs, in the order of `delivery_ids`."""
+    async with db.session(write=False) as session:
+        jobs = {job.delivery_id: job for job in await _load_jobs(session, delivery_ids)}
+    return [jobs[d] for d in delivery_ids if d in jobs]
+
+
 async def _load_jobs(session: Any, delivery_ids: list[str]) -> list[Job]:
+    # Columns, not entities: thousands of rows a claim, no identity map needed.
     rows = await session.execute(
-        select(WebhookDelivery, WebhookEndpoint, Event, Workspace.name)
+        select(
+            WebhookDelivery.id,
+            WebhookDelivery.endpoint_id,
+            WebhookDelivery.attempts,
+            WebhookEndpoint.url,
+            WebhookEndpoint.channel,
+            WebhookEndpoint.secret,
+            WebhookEndpoint.enabled,
+            Event.type,
+            Event.created_at,
+            Event.data,
+            Workspace.name,
+        )
         .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
         .join(Event, Event.id == WebhookDelivery.event_id)
         .join(Workspace, Workspace.id == WebhookDelivery.workspace_id)
@@ -190,19 +370,19 @@ async def _load_jobs(session: Any, delivery_ids: list[str]) -> list[Job]:
     )
     return [
         Job(
-            delivery_id=delivery.id,
-            endpoint_id=endpoint.id,
-            attempts=delivery.attempts,
-            url=endpoint.url,
-            channel=endpoint.channel,
-            secret=endpoint.secret,
-            enabled=endpoint.enabled,
-            event_type=event.type,
-            created_at=event.created_at,
-            data=event.data,
-            workspace_name=name or "",
+            delivery_id=row[0],
+            endpoint_id=row[1],
+            attempts=row[2],
+            url=row[3],
+            channel=row[4],
+            secret=row[5],
+            enabled=row[6],
+            event_type=row[7],
+            created_at=row[8],
+            data=row[9],
+            workspace_name=row[10] or "",
         )
-        for delivery, endpoint, event, name in rows.all()
+        for row in rows.all()
     ]
 
 
@@ -232,8 +412,9 @@ _UPDATE = (
 )
 
 
-async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> None:
-    """Write a batch of outcomes, and the endpoints' health, in one transaction."""
+async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> set[str]:
+    """Write a batch of outcomes, and the endpoints' health, in one transaction; the ids of
+    the endpoints this disabled."""
     now = utcnow()
     params: list[dict[str, Any]] = []
     by_endpoint: dict[str, list[tuple[str, Outcome]]] = {}
@@ -272,8 +453,11 @@ async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> No
     if params:
         connection = await session.connection()
         await connection.execute(_UPDATE, params)
+    disabled: set[str] = set()
     for endpoint_id in sorted(by_endpoint):  # one lock order for every worker
-        await _health(session, endpoint_id, by_endpoint[endpoint_id], now)
+        if await _health(session, endpoint_id, by_endpoint[endpoint_id], now):
+            disabled.add(endpoint_id)
+    return disabled
 
 
 def _row(
@@ -300,7 +484,8 @@ def _row(
 
 async def _health(
     session: Any, endpoint_id: str, results: list[tuple[str, Outcome]], now: datetime
-) -> None:
+) -> bool:
+    """Update the endpoint's health; True when this disabled it."""
     query = select(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id)
     if session.get_bind().dialect.name == "postgresql":
         # NO KEY UPDATE: concurrent inserts of deliveries hold KEY SHARE locks on the endpoint
@@ -308,7 +493,8 @@ async def _health(
         query = query.with_for_update(key_share=True)
     endpoint = await session.scalar(query)
     if endpoint is None:
-        return
+        return False
+    disabling = False
     for state, outcome in results:
         if state == "delivered":
             endpoint.consecutive_failures = 0
@@ -320,6 +506,7 @@ async def _health(
     if endpoint.enabled and endpoint.consecutive_failures >= DISABLE_AFTER:
         last = next((o.attempt for s, o in reversed(results) if s == "failed"), None)
         detail = (last.error or f"HTTP {last.status}") if last else "failures"
+        disabling = True
         endpoint.enabled = False
         endpoint.disabled_at = now
         endpoint.disabled_reason = (
@@ -332,3 +519,4 @@ async def _health(
             .execution_options(synchronize_session=False)
         )
     endpoint.updated_at = now
+    return disabling

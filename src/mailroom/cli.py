@@ -288,7 +288,8 @@ def create_key(
 @admin_app.command("create-user")
 def create_user(
     account: Annotated[
-        str, typer.Option(help="Account id the person belongs to (mailroom admin list-workspaces).")
+        str,
+        typer.Option(help="Account id of the workspace below (mailroom admin list-workspaces)."),
     ],
     email: Annotated[str, typer.Option(help="Their email address (their sign-in name).")],
     workspace: Annotated[
@@ -298,7 +299,9 @@ def create_user(
     as_json: JsonFlag = False,
 ) -> None:
     """Add a person who signs in to the dashboard (the first admin of an installation), and
-    print a one-time sign-in link (valid 3 days) where they choose their password."""
+    print a one-time sign-in link (valid 3 days) where they choose their password. A person
+    is one per address across the installation; admins give existing people roles in their
+    workspaces by inviting them from the People page."""
 
     async def work(db: Database) -> dict[str, Any]:
         from mailroom.people import service as people_service

@@ -23,11 +23,19 @@ async def make_person(db: Any, settings: Any, ws: Any, email: str, role: str = "
     return "/" + link.split("/", 3)[3]
 
 
+async def use_link(client: httpx.AsyncClient, link: str, password: str = PASSWORD):
+    """Open a sign-in link's page and post its form as a browser would (with the page's CSRF
+    token and cookie): the answer to the post."""
+    page = await client.get(link)
+    assert page.status_code == 200, page.text
+    return await client.post(link, data={"csrf": csrf_of(page.text), "password": password})
+
+
 async def signed_in(app: Any, db: Any, settings: Any, ws: Any, email: str, role: str = "admin"):
     """A new browser-like client, signed in as a new person of `ws` through their link."""
     link = await make_person(db, settings, ws, email, role)
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
-    done = await client.post(link, data={"password": PASSWORD})
+    done = await use_link(client, link)
     assert done.status_code == 303, done.text
     return client
 

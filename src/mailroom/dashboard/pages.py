@@ -14,6 +14,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.accounts import service as accounts
 from mailroom.core.auth import PERMISSIONS
@@ -33,16 +34,19 @@ from mailroom.dashboard.frame import (
     when,
     with_pre_session_cookie,
 )
-from mailroom.models import ApiKey
+from mailroom.models import ApiKey, DashboardSession, Person
 from mailroom.people import service as people
 from mailroom.people import sessions
+from mailroom.settings import Settings
 from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
 
 SIGN_IN_WINDOW = 900
-SIGN_IN_PER_ADDRESS = 10
-SIGN_IN_PER_IP = 50
+# Attempts per window for one address from one client, and for one client in all. Keyed by
+# address *and* client, a stranger's client that runs out never shuts the owner's out.
+SIGN_IN_PER_ADDRESS_AND_CLIENT = 10
+SIGN_IN_PER_CLIENT = 50
 PRESETS = (
     ("full", "Full access"),
     ("read", "Read-only"),
@@ -108,13 +112,16 @@ async def sign_in(request: Request) -> Response:
             main_class="narrow",
             back="/app/sign-in",
         )
-    ip = request.client.host if request.client else "unknown"
+    client = request.client.host if request.client else "unknown"
     async with db.transaction() as session:
         refused = await over_limit(
             session,
             SIGN_IN_WINDOW,
-            (f"sign-in:address:{email.casefold()}", SIGN_IN_PER_ADDRESS),
-            (f"sign-in:ip:{ip}", SIGN_IN_PER_IP),
+            (
+                people.limit_key("sign-in:address+client", email.casefold(), client),
+                SIGN_IN_PER_ADDRESS_AND_CLIENT,
+            ),
+            (people.limit_key("sign-in:client", client), SIGN_IN_PER_CLIENT),
         )
         if refused is not None:
             minutes = max(1, round(refused.retry_after / 60))
@@ -139,13 +146,27 @@ async def sign_in(request: Request) -> Response:
                 error="That email and password do not match an account.",
                 action=_sign_in_action(request),
             )
-        pending = person.totp_sealed is not None
-        token, _row = await sessions.start(
-            session, person, memberships[0].workspace_id, pending=pending
+        token, _row, target = await _start_session(
+            session, person, memberships[0].workspace_id, request.query_params.get("next")
         )
-    target = local_path(request.query_params.get("next"))
+    return _signed_in(settings, token, target)
+
+
+async def _start_session(
+    session: AsyncSession, person: Person, workspace_id: str, wanted: str | None
+) -> tuple[str, DashboardSession, str]:
+    """(the cookie's token, the session, where to go): a person with two-step sign-in gets a
+    session that still needs the code, whichever first factor they gave (password or link)."""
+    pending = person.totp_sealed is not None
+    token, row = await sessions.start(session, person, workspace_id, pending=pending)
+    target = local_path(wanted)
     if pending:
-        target = f"/app/sign-in/code?next={quote(target)}"
+        return token, row, f"/app/sign-in/code?next={quote(target)}"
+    await people.joined(session, person.id, workspace_id)
+    return token, row, target
+
+
+def _signed_in(settings: Settings, token: str, target: str) -> Response:
     response = RedirectResponse(target, status_code=303)
     set_session_cookie(response, settings, token)
     response.delete_cookie(PRE_CSRF, path="/app")  # the form's token has served
@@ -165,21 +186,36 @@ async def sign_in_link_page(token: str, request: Request) -> Response:
         person = await people.read_link(session, settings, token)
     if person is None:
         return render.message(*_LINK_GONE, 404, main_class="narrow", back="/app/sign-in")
-    return render.page(
+    csrf = pre_session_token(request)
+    response = render.page(
         "set_password.html",
         title="Choose your password",
         main_class="narrow",
         email=person.email,
         action=f"/app/link/{token}",
+        csrf=csrf,
         error=None,
     )
+    return with_pre_session_cookie(response, settings, csrf)
 
 
 @router.post("/app/link/{token}")
 async def use_sign_in_link(token: str, request: Request) -> Response:
-    """The link is the secret (no CSRF token needed): set the password and sign in."""
+    """Set the password and sign in: the form carries the pre-session CSRF token like the
+    sign-in form (another site cannot sign a visitor in as someone else). The link is one
+    factor: a person with two-step sign-in still gives the code. Every other session of the
+    person ends (whoever held the old password is out)."""
     db, settings = get_db(request), get_settings_dep(request)
-    password = str((await request.form()).get("password") or "")
+    raw = await request.form()
+    if not pre_session_ok(request, raw.get("csrf")):
+        return render.message(
+            "This form has expired",
+            "Open the link again and choose your password.",
+            403,
+            main_class="narrow",
+            back=f"/app/link/{token}",
+        )
+    password = str(raw.get("password") or "")
     async with db.transaction() as session:
         person = await people.read_link(session, settings, token)
         if person is None:
@@ -194,8 +230,10 @@ async def use_sign_in_link(token: str, request: Request) -> Response:
                 main_class="narrow",
                 email=person.email,
                 action=f"/app/link/{token}",
+                csrf=str(raw.get("csrf")),
                 error=problem.message,
             )
+        await sessions.end_everywhere(session, person.id)
         memberships = await people.workspaces_of(session, person)
         if not memberships:
             return render.message(
@@ -204,11 +242,11 @@ async def use_sign_in_link(token: str, request: Request) -> Response:
                 200,
                 main_class="narrow",
             )
-        cookie, row = await sessions.start(session, person, memberships[0].workspace_id)
+        cookie, row, target = await _start_session(
+            session, person, memberships[0].workspace_id, "/app"
+        )
         sessions.flash(row, "ok", "Your password is saved. Welcome to Mailroom.")
-    response = RedirectResponse("/app", status_code=303)
-    set_session_cookie(response, settings, cookie)
-    return response
+    return _signed_in(settings, cookie, target)
 
 
 def _signed_out(request: Request) -> Response:
@@ -248,6 +286,7 @@ async def switch_workspace(request: Request) -> Response:
                 "Workspace not found", "You have no workspace with that id.", 404, visitor=visitor
             )
         visitor.row.workspace_id = chosen.workspace_id
+        await people.joined(ctx.session, visitor.person.id, chosen.workspace_id)
         sessions.flash(visitor.row, "ok", f"You are now in {chosen.name}.")
         return RedirectResponse("/app", status_code=303)
 

@@ -1,7 +1,8 @@
 """People of a workspace (admins invite, change roles, remove) and resetting a forgotten
-password. Invitations and resets are emailed from the installation's own sender
-(`MAILROOM_SYSTEM_FROM`) through the sending engine; without one, an invitation's link is
-shown to the admin to pass on, and a reset can be made by the operator
+password. Invitations, access notices and resets are emailed from the installation's own
+sender (`MAILROOM_SYSTEM_FROM`) through the sending engine, counted against the inviting
+account's monthly allowance like other system mail. A sign-in link only ever goes to the
+person's mailbox: without such a sender nothing is emailed, and the operator can print a link
 (`mailroom admin sign-in-link`)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from mailroom.accounts import service as accounts
 from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
 from mailroom.dashboard import render
 from mailroom.dashboard.frame import (
     Visitor,
@@ -31,21 +33,25 @@ from mailroom.web.deps import get_db, get_settings_dep
 
 router = APIRouter(include_in_schema=False)
 log = logging.getLogger("mailroom.dashboard")
-RESETS_PER_ADDRESS = 3  # an hour
-RESETS_PER_IP = 20
+# Reset requests an hour: per address from one client, and per client. A stranger's client
+# running out never stops the owner's; the daily cap per address only bounds the mail.
+RESETS_PER_ADDRESS_AND_CLIENT = 3
+RESETS_PER_CLIENT = 20
+RESET_MAILS_PER_ADDRESS = 10  # a day
+# Invitations: per inviting person an hour, per workspace a day.
+INVITES_PER_PERSON = 20
+INVITES_PER_WORKSPACE = 100
 
 
-async def _people_page(
-    visitor: Visitor, ctx: Context, *, link: dict[str, str] | None = None, status: int = 200
-) -> Response:
+async def _people_page(visitor: Visitor, ctx: Context, *, status: int = 200) -> Response:
     listed = await people.people_of(ctx.session, ctx.workspace_id)
     rows = [
         {
             "person_id": p.person_id,
             "email": p.email,
             "role": p.role,
-            "since": p.joined.strftime("%Y-%m-%d") if p.joined else "",
-            "has_password": p.has_password,
+            "since": p.since.strftime("%Y-%m-%d") if p.since else "",
+            "joined": p.joined,
         }
         for p in listed
     ]
@@ -56,7 +62,6 @@ async def _people_page(
         section="people",
         visitor=visitor,
         people=rows,
-        link=link,
         flashes=sessions.take_flash(visitor.row),
     )
 
@@ -69,25 +74,68 @@ async def people_page(request: Request) -> Response:
     return await as_visitor(request, work, admin=True)
 
 
+async def _invitations_left(visitor: Visitor, ctx: Context) -> Response | None:
+    """Count this invitation; the refusal page when the person or the workspace has sent
+    too many."""
+    for key, limit, window in (
+        (f"invite:person:{visitor.person.id}", INVITES_PER_PERSON, 3600),
+        (f"invite:workspace:{ctx.workspace_id}", INVITES_PER_WORKSPACE, 86400),
+    ):
+        refused = await over_limit(ctx.session, window, (key, limit))
+        if refused is not None:
+            minutes = max(1, round(refused.retry_after / 60))
+            return render.message(
+                "Too many invitations",
+                f"Wait {minutes} minute{'s' if minutes != 1 else ''} and try again.",
+                429,
+                visitor=visitor,
+                headers={"Retry-After": str(refused.retry_after)},
+                back="/settings/people",
+            )
+    return None
+
+
 @router.post("/settings/people")
 async def invite_person(request: Request) -> Response:
+    """The admin's answer is the same whether the address is new, a person of this account
+    or of another one; only a new person is sent a sign-in link, to their own mailbox."""
+
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
-        role = str(form.get("role") or "member")
-        person = await people.invite(
-            ctx.session,
-            ctx.principal.account_id,
-            ctx.workspace_id,
-            str(form.get("email") or ""),
-            role,
-        )
+        email = people.clean_email(str(form.get("email") or ""))
+        role = people.clean_role(str(form.get("role") or "member"))
+        refused = await _invitations_left(visitor, ctx)
+        if refused is not None:
+            return refused
+        invited = await people.invite(ctx.session, ctx.workspace_id, email, role)
+        person = invited.person
         audit_write(ctx, request, "invite_person", person.id, 201)
-        link = people.sign_in_link(ctx.settings, person)
+        if invited.was_member:  # listed on this page already: nothing to send
+            shown = "an admin" if role == "admin" else "a member"
+            sessions.flash(visitor.row, "ok", f"{person.email} is now {shown} here.")
+            return RedirectResponse("/settings/people", status_code=303)
         if not ctx.settings.system_from:
-            sessions.flash(visitor.row, "ok", f"{person.email} is in {visitor.workspace_name}.")
-            return await _people_page(
-                visitor, ctx, link={"email": person.email, "url": link}, status=201
+            sessions.flash(
+                visitor.row,
+                "ok",
+                f"{person.email} is invited to {visitor.workspace_name}, but nothing was "
+                "emailed: this installation has no sender for its own mail "
+                "(MAILROOM_SYSTEM_FROM). Tell them to sign in; someone without a password yet "
+                "gets a link from the operator (mailroom admin sign-in-link --email "
+                f"{person.email}).",
             )
-        message = emails.invitation(visitor.email, visitor.workspace_name, role, link)
+            return RedirectResponse("/settings/people", status_code=303)
+        base = ctx.settings.public_url.rstrip("/")
+        if invited.new_person:
+            link = people.sign_in_link(ctx.settings, person)
+            message = emails.invitation(visitor.email, visitor.workspace_name, role, link)
+        else:
+            message = emails.access_granted(
+                visitor.email,
+                visitor.workspace_name,
+                role,
+                f"{base}/app/sign-in",
+                f"{base}/app/forgot",
+            )
         await transactional.queue_system(
             ctx, email=person.email, contact_id=None, message=message, operator=True
         )
@@ -159,7 +207,8 @@ async def forgot_page(request: Request) -> Response:
 
 @router.post("/app/forgot")
 async def send_reset(request: Request) -> Response:
-    """The same answer whether or not the address has an account."""
+    """The same answer whether or not the address has an account, and whether or not a
+    limit held the email back."""
     db, settings = get_db(request), get_settings_dep(request)
     raw = await request.form()
     if not pre_session_ok(request, raw.get("csrf")):
@@ -167,7 +216,8 @@ async def send_reset(request: Request) -> Response:
             "This form has expired", "Reload the page and try again.", 403, main_class="narrow"
         )
     email = str(raw.get("email") or "").strip()
-    ip = request.client.host if request.client else "unknown"
+    address = email.casefold()
+    client = request.client.host if request.client else "unknown"
     answer = render.page(
         "forgot.html", title="Reset your password", main_class="narrow", csrf="", sent=True
     )
@@ -175,10 +225,13 @@ async def send_reset(request: Request) -> Response:
         if await over_limit(
             session,
             3600,
-            (f"reset:address:{email.casefold()}", RESETS_PER_ADDRESS),
-            (f"reset:ip:{ip}", RESETS_PER_IP),
+            (
+                people.limit_key("reset:address+client", address, client),
+                RESETS_PER_ADDRESS_AND_CLIENT,
+            ),
+            (people.limit_key("reset:client", client), RESETS_PER_CLIENT),
         ):
-            return answer  # quietly: no more emails to that address this hour
+            return answer  # quietly: no more emails for this client this hour
         person = await people.by_email(session, email)
         memberships = await people.workspaces_of(session, person) if person else []
         if person is None or not memberships:
@@ -186,10 +239,17 @@ async def send_reset(request: Request) -> Response:
         if not settings.system_from:
             log.warning("password reset for %s not sent: MAILROOM_SYSTEM_FROM is not set", email)
             return answer
+        if await over_limit(
+            session, 86400, (people.limit_key("reset:mail", person.email), RESET_MAILS_PER_ADDRESS)
+        ):
+            return answer
         principal = await accounts.principal_for_workspace(session, memberships[0].workspace_id)
         ctx = Context(session, principal, settings)
         message = emails.password_reset(people.sign_in_link(settings, person))
-        await transactional.queue_system(
-            ctx, email=person.email, contact_id=None, message=message, operator=True
-        )
+        try:  # the allowance refuses before anything is written
+            await transactional.queue_system(
+                ctx, email=person.email, contact_id=None, message=message, operator=True
+            )
+        except ApiError as problem:  # the account's monthly allowance is used up
+            log.warning("password reset for %s not sent: %s", email, problem.message)
     return answer

@@ -84,6 +84,7 @@ async def sign_in_code(request: Request) -> Response:
                 error=people.WRONG_CODE,
             )
         row.needs_second_factor = False
+        await people.joined(session, person.id, row.workspace_id)
     return RedirectResponse(local_path(request.query_params.get("next")), status_code=303)
 
 

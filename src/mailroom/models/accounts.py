@@ -34,15 +34,13 @@ class Workspace(Base):
 
 
 class Person(Base):
-    """Someone who signs in to the dashboard; keys are not people. A person belongs to one
-    account and has a role in some of its workspaces (`WorkspaceMember`)."""
+    """Someone who signs in to the dashboard; keys are not people. A sign-in identity, one per
+    address across the installation, with a role in workspaces of any number of accounts
+    (`WorkspaceMember`): no account owns a person, so none can claim an address from another."""
 
     __tablename__ = "people"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
-    account_id: Mapped[str | None] = mapped_column(
-        ForeignKey("accounts.id", ondelete="CASCADE"), index=True, default=None
-    )
     email: Mapped[str] = mapped_column(String(254), unique=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
@@ -87,6 +85,9 @@ class WorkspaceMember(Base):
     )
     role: Mapped[str] = mapped_column(String(20), default="member")  # admin | member
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When the person first entered this workspace after signing in; until then its people
+    # page says "invited" (and nothing about the person's sign-in elsewhere).
+    joined_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 class ApiKey(Base):

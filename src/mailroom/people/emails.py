@@ -1,5 +1,8 @@
 """The emails the installation sends to people (not contacts): an invitation to a workspace
-and a password reset, each carrying a one-time sign-in link."""
+for a new person and a password reset, each carrying a one-time sign-in link, and the notice
+that an existing person was given a role, which carries no link (only the sign-in page's
+address). Every value is plain text here; `transactional.queue_system` hands the finished
+message to the engine as literal source, so a name holding `{{ ... }}` is printed, not run."""
 
 from __future__ import annotations
 
@@ -23,16 +26,38 @@ def _email(subject: str, lines: list[str], button: str, link: str, footer: str) 
     return {"subject": subject, "html_content": html, "text_content": text}
 
 
+def _role(role: str) -> str:
+    return "an admin" if role == "admin" else "a member"
+
+
 def invitation(inviter: str, workspace: str, role: str, link: str) -> dict[str, str]:
     return _email(
         f"You are invited to {workspace} on Mailroom",
         [
-            f"{inviter} invited you to work on {workspace} as {'an admin' if role == 'admin' else 'a member'}.",
+            f"{inviter} invited you to work on {workspace} as {_role(role)}.",
             "Choose a password to accept.",
         ],
         "Accept and choose a password",
         link,
         "The link works once, for 3 days. If you did not expect this, ignore this email.",
+    )
+
+
+def access_granted(
+    inviter: str, workspace: str, role: str, sign_in: str, forgot: str
+) -> dict[str, str]:
+    """To a person who exists already: nothing in it signs anyone in."""
+    return _email(
+        f"You now have access to {workspace} on Mailroom",
+        [
+            f"{inviter} gave you access to {workspace} as {_role(role)}.",
+            "Sign in with your Mailroom email and password; the workspace is in the list at "
+            "the top of the page. If you have no password yet, or forgot it, choose one at "
+            f"{forgot}",
+        ],
+        "Sign in",
+        sign_in,
+        "If you did not expect this, you can ignore this email.",
     )
 
 

@@ -1,26 +1,34 @@
-"""People: made by the operator (`mailroom admin create-user`) or invited by an admin, signing
-in with a password set from a one-time link, with a role per workspace of their account.
+"""People: sign-in identities, one per address across the installation, made by the operator
+(`mailroom admin create-user`) or by an admin's invitation, with a role in workspaces of any
+number of accounts (`WorkspaceMember`). A workspace takes its account and plan from itself,
+never from the person.
 
-A sign-in link names the person and their current `link_nonce`; using it (or changing the
-password) draws a new nonce, so each link works once. Messages never say whether an address
-has an account.
+A person signs in with a password set from a one-time link, which names the person and their
+current `link_nonce`; using it (or changing the password) draws a new nonce, so each link
+works once. A link only ever goes to the person's own mailbox (or the operator's terminal):
+inviting someone who already exists adds the role and notifies them, it never makes a link.
+Messages never say whether an address has an account.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core import tokens
 from mailroom.core.auth import PERMISSIONS, Principal
+from mailroom.core.clock import utcnow
 from mailroom.core.emails import is_valid_email, normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.plans import get_plan
+from mailroom.db import serialise
 from mailroom.models import Account, Person, Workspace, WorkspaceMember
 from mailroom.people import passwords, totp
 from mailroom.settings import Settings
@@ -30,6 +38,12 @@ LINK = "sign-in"  # token purpose
 LINK_VALID_SECONDS = 72 * 3600
 # What only a workspace admin reaches (the API's admin checks guard the same operations).
 ADMIN_ONLY = frozenset({"webhooks:read", "webhooks:write", "audit:read"})
+
+
+def limit_key(kind: str, *parts: str) -> str:
+    """A rate-limit key for what a visitor typed (an address, a client): it fits its column
+    whatever was typed, and the limits table keeps no address."""
+    return f"{kind}:{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:40]}"
 
 
 def clean_email(value: str) -> str:
@@ -54,26 +68,35 @@ async def create_person(
     role: str = "member",
     name: str = "",
 ) -> Person:
-    """A person of the account, with `role` in `workspace_id` when given. 409 when the
-    address already has an account (one person, one account)."""
+    """A new person (the operator's command), with `role` in `workspace_id` when given, which
+    must be a workspace of `account_id`. 409 when the address already has a person."""
     address = clean_email(email)
+    role = clean_role(role)
     if await session.get(Account, account_id) is None:
         raise ApiError(404, "Account not found")
-    if await session.scalar(select(Person.id).where(Person.email == address)):
+    if workspace_id is not None:
+        workspace = await session.get(Workspace, workspace_id)
+        if workspace is None or workspace.account_id != account_id:
+            raise ApiError(404, "Workspace not found")
+    if await by_email(session, address) is not None:
         raise ApiError(409, "A person with this email already exists")
-    person = Person(
-        account_id=account_id, email=address, name=name[:200], link_nonce=secrets.token_hex(8)
-    )
+    person = await _new_person(session, address, name)
+    if workspace_id is not None:
+        await set_role(session, person, workspace_id, role)
+    return person
+
+
+async def _new_person(session: AsyncSession, address: str, name: str = "") -> Person:
+    person = Person(email=address, name=name[:200], link_nonce=secrets.token_hex(8))
     session.add(person)
     await session.flush()
-    if workspace_id is not None:
-        await set_role(session, person, workspace_id, clean_role(role))
     return person
 
 
 async def set_role(session: AsyncSession, person: Person, workspace_id: str, role: str) -> None:
-    workspace = await session.get(Workspace, workspace_id)
-    if workspace is None or workspace.account_id != person.account_id:
+    """Give `person` `role` in the workspace (added, or changed as it stands: callers that
+    may demote an admin use `change_role`, which keeps the last-admin rule)."""
+    if await session.get(Workspace, workspace_id) is None:
         raise ApiError(404, "Workspace not found")
     member = await session.get(WorkspaceMember, (workspace_id, person.id))
     if member is None:
@@ -81,6 +104,21 @@ async def set_role(session: AsyncSession, person: Person, workspace_id: str, rol
     else:
         member.role = role
     await session.flush()
+
+
+async def joined(session: AsyncSession, person_id: str, workspace_id: str | None) -> None:
+    """The person has entered the workspace after signing in: no longer "invited" there."""
+    if workspace_id is None:
+        return
+    await session.execute(
+        update(WorkspaceMember)
+        .where(
+            WorkspaceMember.workspace_id == workspace_id,
+            WorkspaceMember.person_id == person_id,
+            WorkspaceMember.joined_at.is_(None),
+        )
+        .values(joined_at=utcnow())
+    )
 
 
 def sign_in_link(settings: Settings, person: Person) -> str:
@@ -135,15 +173,16 @@ async def workspaces_of(session: AsyncSession, person: Person) -> list[Membershi
     rows = await session.execute(
         select(Workspace.id, Workspace.name, WorkspaceMember.role)
         .join(WorkspaceMember, WorkspaceMember.workspace_id == Workspace.id)
-        .where(WorkspaceMember.person_id == person.id, Workspace.account_id == person.account_id)
+        .where(WorkspaceMember.person_id == person.id)
         .order_by(Workspace.created_at, Workspace.id)
     )
     return [Membership(w, n or f"Workspace {w[:8]}", r) for w, n, r in rows.all()]
 
 
 async def principal_for(session: AsyncSession, person: Person, workspace_id: str) -> Principal:
-    """The person acting in one of their workspaces (404 for any other): an admin holds every
-    permission, a member all but the admin's."""
+    """The person acting in one of their workspaces (404 for any other), under that
+    workspace's account and plan: an admin holds every permission, a member all but the
+    admin's."""
     row = (
         await session.execute(
             select(WorkspaceMember.role, Account.id, Account.plan)
@@ -152,7 +191,6 @@ async def principal_for(session: AsyncSession, person: Person, workspace_id: str
             .where(
                 WorkspaceMember.person_id == person.id,
                 WorkspaceMember.workspace_id == workspace_id,
-                Account.id == person.account_id,
             )
         )
     ).first()
@@ -178,8 +216,10 @@ class Teammate:
     person_id: str
     email: str
     role: str
-    joined: Any
-    has_password: bool
+    since: Any
+    # Entered this workspace since being added. Whether the person has a password, or signs
+    # in elsewhere, is theirs: another account's admin is not told.
+    joined: bool
 
 
 async def people_of(session: AsyncSession, workspace_id: str) -> list[Teammate]:
@@ -189,31 +229,50 @@ async def people_of(session: AsyncSession, workspace_id: str) -> list[Teammate]:
             Person.email,
             WorkspaceMember.role,
             WorkspaceMember.created_at,
-            Person.password_hash,
+            WorkspaceMember.joined_at,
         )
         .join(WorkspaceMember, WorkspaceMember.person_id == Person.id)
         .where(WorkspaceMember.workspace_id == workspace_id)
         .order_by(Person.email)
     )
-    return [Teammate(i, e, r, c, bool(h)) for i, e, r, c, h in rows.all()]
+    return [Teammate(i, e, r, c, j is not None) for i, e, r, c, j in rows.all()]
 
 
-async def invite(
-    session: AsyncSession, account_id: str, workspace_id: str, email: str, role: str
-) -> Person:
-    """A new person of the account with `role` here, or a person of the account given (or
-    changed to) that role. An address that belongs to another account cannot be invited."""
+@dataclass(frozen=True)
+class Invitation:
+    person: Person
+    # Made by this invitation (no password yet): the only case that gets a sign-in link.
+    new_person: bool
+    # Already in this workspace: only the role changed, under the last-admin rule.
+    was_member: bool
+
+
+async def invite(session: AsyncSession, workspace_id: str, email: str, role: str) -> Invitation:
+    """Give the address `role` in the workspace: a new person when nobody has it, else the
+    existing person (of any account) gets the role, and a member of this workspace has their
+    role changed as `change_role` would. What the caller tells the admin must not depend on
+    which case it was (except a member's, whom the admin sees listed anyway)."""
     address = clean_email(email)
     role = clean_role(role)
-    person = await session.scalar(select(Person).where(Person.email == address))
+    if await session.get(Workspace, workspace_id) is None:
+        raise ApiError(404, "Workspace not found")
+    person = await by_email(session, address)
     if person is None:
-        return await create_person(
-            session, account_id, address, workspace_id=workspace_id, role=role
-        )
-    if person.account_id != account_id:
-        raise ApiError(409, "This address cannot be invited to this account.")
+        try:
+            async with session.begin_nested():  # two invitations of one new address at once
+                person = await _new_person(session, address)
+        except IntegrityError:
+            person = await by_email(session, address)
+            if person is None:
+                raise
+        else:
+            await set_role(session, person, workspace_id, role)
+            return Invitation(person, new_person=True, was_member=False)
+    if await session.get(WorkspaceMember, (workspace_id, person.id)) is not None:
+        await change_role(session, workspace_id, person.id, role)
+        return Invitation(person, new_person=False, was_member=True)
     await set_role(session, person, workspace_id, role)
-    return person
+    return Invitation(person, new_person=False, was_member=False)
 
 
 async def _admins(session: AsyncSession, workspace_id: str) -> int:
@@ -234,8 +293,9 @@ async def _member(session: AsyncSession, workspace_id: str, person_id: str) -> W
 
 async def change_role(session: AsyncSession, workspace_id: str, person_id: str, role: str) -> None:
     """409 when it would leave the workspace without an admin."""
-    member = await _member(session, workspace_id, person_id)
     role = clean_role(role)
+    await serialise(session, f"workspace-admins:{workspace_id}")
+    member = await _member(session, workspace_id, person_id)
     if member.role == "admin" and role != "admin" and await _admins(session, workspace_id) <= 1:
         raise ApiError(409, "A workspace needs at least one admin.")
     member.role = role
@@ -243,6 +303,7 @@ async def change_role(session: AsyncSession, workspace_id: str, person_id: str, 
 
 async def remove(session: AsyncSession, workspace_id: str, person_id: str) -> None:
     """The person leaves this workspace (their sessions here end with the membership)."""
+    await serialise(session, f"workspace-admins:{workspace_id}")
     member = await _member(session, workspace_id, person_id)
     if member.role == "admin" and await _admins(session, workspace_id) <= 1:
         raise ApiError(409, "A workspace needs at least one admin.")

@@ -243,8 +243,9 @@ async def record(session: AsyncSession, settings: Settings, outcomes: list[Outco
     for outcome, values in zip(outcomes, params, strict=True):
         if outcome.state == "sent":
             sent[outcome.row.account_id] += 1
-        elif values["r_status"] in ("failed", "skipped") and not (
-            (outcome.row.payload or {}).get("operator")  # the operator's mail took nothing
+        elif values["r_status"] in ("failed", "skipped") and (
+            # Operator mail queued before it was counted took nothing.
+            (payload := outcome.row.payload or {}).get("counted") or not payload.get("operator")
         ):
             returned[(outcome.row.account_id, limits.month_period(outcome.row.created_at))] += 1
     await limits.count_sent(session, sent, now)

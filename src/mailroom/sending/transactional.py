@@ -169,8 +169,9 @@ async def queue_system(
     workspace's sender identity and counts against the monthly allowance like any send, but
     goes to an address that is not (or not yet) a subscribed contact; the caller has made
     sure it is not one that bounced or complained. `operator`: the installation's own mail to
-    a person (an invitation, a password reset), from `MAILROOM_SYSTEM_FROM`, not counted. A
-    paused workspace's copy waits."""
+    a person (an invitation, a password reset), from `MAILROOM_SYSTEM_FROM`, counted all the
+    same (invitations would otherwise be free mail to any address). A paused workspace's
+    copy waits."""
     identity = await sending.settings_of(ctx)
     now = utcnow()
     if operator:
@@ -179,7 +180,7 @@ async def queue_system(
         from_email = identity.from_email or ""
         from_name, reply_to = identity.from_name or "", identity.reply_to or ""
         await sending.check_sender(ctx, from_email)
-        await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, 1, now)
+    await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, 1, now)
     row = SendLog(
         id=new_id(),
         workspace_id=ctx.workspace_id,
@@ -207,6 +208,7 @@ async def queue_system(
         },
         status="pending",
         run_at=now,
+            "counted": True,  # reserved above: given back if it fails (outcomes.record)
         created_at=now,
         updated_at=now,
     )

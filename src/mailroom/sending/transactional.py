@@ -205,10 +205,10 @@ async def queue_system(
             "variables": {},
             "template_id": None,
             "operator": operator,
+            "counted": True,  # reserved above: given back if it fails (outcomes.record)
         },
         status="pending",
         run_at=now,
-            "counted": True,  # reserved above: given back if it fails (outcomes.record)
         created_at=now,
         updated_at=now,
     )

@@ -32,6 +32,7 @@ from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.db import HEARTBEAT_SECONDS, Database, due_work_models
 from mailroom.domains import service as domains_service
+from mailroom.forms import upkeep as form_upkeep
 from mailroom.jobs import service as jobs_service
 from mailroom.models import WorkerProcess
 from mailroom.ratelimits import service as ratelimits
@@ -130,6 +131,7 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("jobs", _jobs, settings.worker_poll_interval),
         Loop("prune-audit-log", _prune_audit_log, 24 * 3600),
         Loop("prune-rate-limits", _prune_rate_limits, 600),
+        Loop("prune-form-submissions", form_upkeep.tick, 3600),
         Loop("prune-webhook-log", _prune_webhook_log, 24 * 3600),
         # Each verified domain is due a day after its last check; looking every 15 minutes
         # keeps that within the quarter hour.

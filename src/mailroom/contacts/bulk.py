@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select, text
 
-from mailroom.contacts import send_history
+from mailroom.contacts import send_history, submissions
 from mailroom.contacts import service as contacts
 from mailroom.contacts.memberships import change_and_emit, drop_all_memberships, group_payload
 from mailroom.contacts.query import FILTER_KEYS, ContactFilter, conditions, parse_filter
@@ -299,6 +299,8 @@ async def _delete(ctx: Context, selection: Selection, *, erase: bool) -> None:
     )
     await drop_all_memberships(ctx, selection, erased=erase)
     await send_history.anonymise(ctx, selection, erase=erase)
+    if erase:
+        await submissions.erase(ctx, selection)
     await execute(
         ctx,
         f"DELETE FROM contacts WHERE workspace_id = :ws AND {IN_SELECTION}",

@@ -13,7 +13,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from mailroom.automations import enrol as automations
 from mailroom.contacts import fields as check
-from mailroom.contacts import memberships, selection, send_history
+from mailroom.contacts import memberships, selection, send_history, submissions
 from mailroom.contacts.query import ContactFilter, conditions, counts_suffice, order_by
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -483,6 +483,8 @@ async def delete_contact(ctx: Context, contact_id: str, mode: str) -> None:
         await ctx.session.execute(delete(ContactTag).where(ContactTag.contact_id == contact.id))
         await ctx.session.execute(delete(ListMember).where(ListMember.contact_id == contact.id))
     await send_history.anonymise(ctx, one, erase=erase)
+    if erase:
+        await submissions.erase(ctx, one)
     await selection.release(ctx, one)
     await ctx.session.execute(delete(Contact).where(Contact.id == contact.id))
     await events.emit(ctx, "contact.deleted", {"contact": snapshot, "mode": mode})

@@ -38,6 +38,7 @@ from mailroom.custom_fields import values as typed
 from mailroom.db import Database
 from mailroom.events import service as events
 from mailroom.forms import service as forms
+from mailroom.forms.mailing import CONFIRM, send_confirmation
 from mailroom.forms.service import Field
 from mailroom.models import (
     Contact,
@@ -47,14 +48,11 @@ from mailroom.models import (
     MailingList,
     Workspace,
 )
-from mailroom.pages.emails import confirmation_email
 from mailroom.pages.i18n import words
 from mailroom.ratelimits import service as ratelimits
-from mailroom.sending import transactional
 from mailroom.settings import Settings
 from mailroom.suppressions import service as suppressions
 
-CONFIRM = "form-confirm"  # token purpose
 VALID_SECONDS = 7 * 24 * 3600
 FORM_NOT_FOUND = "Form not found"
 NAME_MAX = 100
@@ -317,7 +315,8 @@ async def submit(
             await _announce(ctx, form, contact, double=True)
     ctx.session.add(submission)
     await ctx.session.flush()
-    await _send_confirmation(ctx, form, submission, lists)
+    # Past the address's emails of the day nothing is queued, and the answer is the same.
+    await send_confirmation(ctx, submission, lists)
     # An unsubscribed address confirms even on a single opt-in form, but the answer is the
     # form's: it must not tell that this address was known.
     return Accepted(double)
@@ -422,35 +421,6 @@ async def _announce(ctx: Context, form: Form, contact: Contact, *, double: bool)
 
 
 # ---------------------------------------------------------------- confirming
-
-
-def confirm_url(settings: Settings, submission: FormSubmission) -> str:
-    token = tokens.sign(
-        settings.resolved_secret_key,
-        CONFIRM,
-        submission.workspace_id,
-        submission.id,
-        str(int(time.time())),
-    )
-    return f"{settings.public_url.rstrip('/')}/f/confirm/{token}"
-
-
-async def _send_confirmation(
-    ctx: Context, form: Form, submission: FormSubmission, lists: list[MailingList]
-) -> None:
-    name = await ctx.session.scalar(
-        select(accounts.shown_name()).where(Workspace.id == ctx.workspace_id)
-    )
-    message = confirmation_email(
-        submission.language,
-        str(name or ""),
-        ", ".join(m.name for m in lists) if lists else None,
-        submission.email,
-        confirm_url(ctx.settings, submission),
-    )
-    await transactional.queue_system(
-        ctx, email=submission.email, contact_id=submission.contact_id, message=message
-    )
 
 
 @dataclass(frozen=True)
@@ -570,6 +540,9 @@ async def resend(db: Database, settings: Settings, pending: Pending) -> None:
         )
         if submission is None:
             return
-        form, ctx = await form_context(session, settings, submission.form_id)
+        _form, ctx = await form_context(session, settings, submission.form_id)
         lists = await _lists(ctx, submission.answers.get("list_ids") or [])
-        await _send_confirmation(ctx, form, submission, lists)
+        if await send_confirmation(ctx, submission, lists):
+            # Pending submissions are pruned 7 days after `created_at`: the new link gets
+            # its 7 days.
+            submission.created_at = utcnow()

@@ -4,6 +4,7 @@ text part, the preheader, and the compiled-form cache."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,6 +272,17 @@ def test_preheader_goes_first_in_the_body(html, before):
     assert out[:at].endswith(before) if before else at == 0
     assert "Peek Ada" in out
     assert render(html).html == html  # no preheader: nothing added
+
+
+def test_preheader_is_hidden_without_invisible_text_tricks():
+    # Spam filters score text hidden by a tiny font, a transparent colour or zero opacity
+    # (SpamAssassin's FONT_INVIS_MSGID, HTML_FONT_LOW_CONTRAST): display and size only.
+    out = render("<body><p>x</p></body>", preheader="Peek {{ first_name }}").html
+    block = re.search(r'<div style="([^"]*)">Peek Ada(?:&#847;&zwnj;&nbsp;){40}</div>', out)
+    assert block is not None, out
+    assert block.group(1) == "display:none;max-height:0;overflow:hidden;mso-hide:all"
+    for trick in ("font-size", "color", "opacity", "line-height"):
+        assert trick not in out
 
 
 # ---------------------------------------------------------------- cache

@@ -54,10 +54,9 @@ DERIVED_TEXT_ENV = MergeEnvironment(autoescape=False, trim_blocks=True)
 
 FIELDS = ("subject", "preheader", "html_content", "text_content")
 PREHEADER = "mailroom_preheader"  # the variable the HTML's hidden preheader block reads
-_PREHEADER_STYLE = (
-    "display:none;font-size:1px;color:transparent;line-height:1px;max-height:0;"
-    "max-width:0;opacity:0;overflow:hidden;mso-hide:all"
-)
+# Hidden by display and size only: spam filters score text made invisible by a tiny font, a
+# transparent colour or zero opacity (SpamAssassin's FONT_INVIS_MSGID, HTML_FONT_LOW_CONTRAST).
+_PREHEADER_STYLE = "display:none;max-height:0;overflow:hidden;mso-hide:all"
 # Invisible padding after the preheader: clients fill the inbox preview up to ~140 characters
 # with whatever follows, which would otherwise be the body's first words.
 _PREHEADER_PADDING = "&#847;&zwnj;&nbsp;" * 40

@@ -2,6 +2,9 @@
 its campaign (or its own content) with the contact's fields, its click links as in the
 email, and without the open pixel (viewing it is not an open).
 
+The page is titled with the message's subject (the message's own `<title>` replaced, or one
+added); a message with no HTML part is shown as its text (`webview_text.html`).
+
 The token names the workspace and the send-log row; a deleted contact's message (its row is
 anonymised) or an altered token is a 404 page.
 """
@@ -9,15 +12,18 @@ anonymised) or an altered token is a 404 page.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from markupsafe import escape
 from sqlalchemy import select
 
 from mailroom.accounts import service as accounts
 from mailroom.core import tokens
 from mailroom.db import Database
 from mailroom.models import Campaign, Contact, SendLog, Workspace
+from mailroom.pages.render import PAGES
 from mailroom.sending.addresses import WEBVIEW
 from mailroom.sending.build import personalise
 from mailroom.sending.messages import recipient_for
@@ -109,11 +115,38 @@ async def webview(db: Database, settings: Settings, token: str) -> WebView | Non
             )
         except RenderError:
             return None
-        return rendered.html or f"<pre>{_escape(rendered.text)}</pre>"
+        if not rendered.html:
+            return PAGES.get_template("webview_text.html").render(
+                lang=language, subject=rendered.subject, text=rendered.text
+            )
+        return titled(rendered.html, rendered.subject)
 
     html = await asyncio.to_thread(render)
     return WebView(html, language) if html is not None else None
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+_HEAD_END = re.compile(r"<body\b|</head\s*>", re.IGNORECASE)
+_TITLE = re.compile(r"<title\b[^>]*>.*?</title\s*>", re.IGNORECASE | re.DOTALL)
+_OPENING = (
+    re.compile(r"<head\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE),
+    re.compile(r"<html\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE),
+    re.compile(r"<!doctype[^>]*>", re.IGNORECASE),
+)
+
+
+def titled(html: str, subject: str) -> str:
+    """`html` with `<title>` the subject: the head's own title replaced, else one added at
+    the top of the head (or where the head begins); a title later in the body is left."""
+    title = f"<title>{escape(subject)}</title>"
+    found = _HEAD_END.search(html)
+    head = html[: found.start()] if found else html
+    own = _TITLE.search(head)
+    if own is not None:
+        return html[: own.start()] + title + html[own.end() :]
+    for opening in _OPENING:
+        tag = opening.search(head)
+        if tag is not None:
+            if opening is _OPENING[0]:
+                return html[: tag.end()] + title + html[tag.end() :]
+            return html[: tag.end()] + f"<head>{title}</head>" + html[tag.end() :]
+    return title + html

@@ -83,8 +83,8 @@ async def test_an_engine_message_verifies_against_the_published_record(signed_do
     assert tags["t"] == "1795000000"
     assert tags["h"].split(":") == [
         "from", "from", "subject", "subject", "date", "date",
-        "message-id", "message-id", "to", "to", "mime-version", "content-type",
-        "list-unsubscribe", "list-unsubscribe", "list-unsubscribe-post", "list-unsubscribe-post",
+        "message-id", "message-id", "to", "to", "mime-version", "mime-version",
+        "content-type", "content-type", "list-unsubscribe", "list-unsubscribe", "list-unsubscribe-post", "list-unsubscribe-post",
     ]  # fmt: skip
     body = signed.split(b"\r\n\r\n", 1)[1]
     canonical = dkim.canonical_body(body)
@@ -138,6 +138,13 @@ async def test_relaxed_changes_keep_and_real_changes_break_the_signature(signed_
     # A second From, prepended or appended, is caught by the over-signed From.
     assert not verifies(b"From: ceo@evil.example\r\n" + signed, domain)
     assert not verifies(head + b"\r\nFrom: ceo@evil.example\r\n\r\n" + body, domain)
+    # So are a second MIME-Version or Content-Type, above or below ours: a reader could
+    # otherwise be shown another body than the signed one.
+    other_type = b'Content-Type: text/html; charset="utf-8"\r\n'
+    assert not verifies(other_type + signed, domain)
+    assert not verifies(head + b"\r\n" + other_type + b"\r\n" + body, domain)
+    assert not verifies(b"MIME-Version: 1.0\r\n" + signed, domain)
+    assert not verifies(head + b"\r\nMIME-Version: 1.0\r\n\r\n" + body, domain)
     # Another domain's key does not verify it.
     other_pair = keys.generate()
     other_answer = f"v=DKIM1; k=rsa; p={other_pair.public_b64}".encode()

@@ -53,9 +53,12 @@ SIGNED = (
     "list-unsubscribe",
     "list-unsubscribe-post",
     "list-id",
+    "feedback-id",
     "in-reply-to",
     "references",
 )
+# MIME-Version and Content-Type too: a second Content-Type added above ours could otherwise
+# show a reader another body than the one signed.
 OVERSIGNED = frozenset(
     {
         "from",
@@ -66,12 +69,16 @@ OVERSIGNED = frozenset(
         "message-id",
         "to",
         "cc",
+        "mime-version",
+        "content-type",
         "list-unsubscribe",
         "list-unsubscribe-post",
+        "feedback-id",
     }
 )
 CACHE_SIZE = 512  # loaded keys: ~2 KB each
 B64_LINE = 72  # characters of b= per folded line
+WIDTH = 78  # characters per line of the field (RFC 5322's advice), the first one included
 
 _LINE_ENDS = re.compile(rb"\r\n|\n|\r")  # the line ends aiosmtplib rewrites to CRLF
 _PADDING = padding.PKCS1v15()
@@ -136,15 +143,19 @@ def _fold(text: str, width: int) -> str:
     return "\r\n\t".join(text[i : i + width] for i in range(0, len(text), width))
 
 
-def _fold_names(names: list[str]) -> str:
-    """`h=` names joined by `:`, folded before a name once a line gets long."""
+def _fold_names(names: list[str], first: int) -> str:
+    """`h=` names joined by `:`, folded before a name once a line would pass `WIDTH` (the
+    first line already holds `first` characters; later ones start with a tab)."""
     lines = [""]
+    used = first
     for name in names:
         piece = f":{name}" if lines[-1] else name
-        if len(lines[-1]) + len(piece) > B64_LINE:
+        if lines[-1] and used + len(piece) + 1 > WIDTH:  # + 1: the `;` after the last name
             lines.append(f":{name}")
+            used = 1 + len(name) + 1
         else:
             lines[-1] += piece
+            used += len(piece)
     return "\r\n\t".join(lines)
 
 
@@ -178,9 +189,10 @@ class Signer:
             names.extend([header] * (len(found) + (header in OVERSIGNED)))
 
         stamp = int(time.time()) if timestamp is None else timestamp
+        times = f"\tt={stamp}; h="
         value = (
-            f" v=1; a=rsa-sha256; c=relaxed/relaxed; d={self.domain}; s={self.selector};"
-            f"\r\n\tt={stamp}; h={_fold_names(names)};\r\n\tbh={body_hash};\r\n\tb="
+            f" v=1; a=rsa-sha256; c=relaxed/relaxed;\r\n\td={self.domain}; s={self.selector};"
+            f"\r\n{times}{_fold_names(names, len(times))};\r\n\tbh={body_hash};\r\n\tb="
         ).encode()
         # The signature covers the signed headers, then this field with b= empty and without
         # its CRLF, all canonicalised.

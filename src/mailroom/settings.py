@@ -7,11 +7,13 @@ Settings are read from the environment once per process (`get_settings()`); test
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,6 +23,7 @@ from sqlalchemy.engine import make_url
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOSTNAME = re.compile(rf"(?:{_LABEL}\.)+{_LABEL}")
 _LABEL_PREFIX = re.compile(r"[a-z][a-z0-9-]{0,39}")
+_ADDRESS_LITERAL = re.compile(r"\[(?:IPv6:[0-9A-Fa-f:.]+|[0-9.]+)\]")
 
 
 class Settings(BaseSettings):
@@ -33,6 +36,10 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     secret_key: str = ""
     smtp_url: str = ""
+    # The name the engine gives in its SMTP greeting (EHLO). Unset: the public URL's host
+    # (an IP address as an address literal, `[192.0.2.1]`); relays and filters distrust
+    # `localhost`.
+    smtp_helo: str = ""
     # The sending engine: persistent SMTP connections, processes that render and DKIM-sign
     # (unset: one per core; 0: a thread of the worker), rows claimed per batch.
     smtp_connections: int = 8
@@ -122,6 +129,14 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a hostname")
         return host
 
+    @field_validator("smtp_helo", mode="after")
+    @classmethod
+    def _helo(cls, value: str) -> str:
+        name = value.strip().rstrip(".")
+        if name and not (_HOSTNAME.fullmatch(name.lower()) or _ADDRESS_LITERAL.fullmatch(name)):
+            raise ValueError(f"{value!r} is not a hostname or an address literal like [192.0.2.1]")
+        return name
+
     @field_validator("return_path_subdomain", "dkim_selector_prefix", mode="after")
     @classmethod
     def _label(cls, value: str) -> str:
@@ -144,6 +159,30 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'mailroom.db').resolve()}"
+
+    @property
+    def resolved_smtp_helo(self) -> str:
+        """The EHLO name: the setting, else the public URL's host in its ASCII (IDNA) form,
+        an IP address written as an address literal (RFC 5321 4.1.3)."""
+        if self.smtp_helo:
+            return self.smtp_helo
+        host = (urlsplit(self.public_url).hostname or "").rstrip(".")
+        if not host:
+            return "localhost"
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            pass
+        else:
+            return f"[IPv6:{address}]" if address.version == 6 else f"[{address}]"
+        if not host.isascii():
+            import idna  # only here: every command imports settings, few need IDNA
+
+            try:
+                host = idna.encode(host, uts46=True).decode()
+            except idna.IDNAError:
+                return "localhost"
+        return host
 
     @property
     def resolved_media_dir(self) -> Path:

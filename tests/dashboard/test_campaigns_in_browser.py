@@ -155,7 +155,7 @@ async def test_a_form_built_submitted_and_confirmed(
         await visitor.get_by_role("button").last.click()
     await driver.drain()
     mail = sink.received[-1].parsed()
-    assert mail["To"] == "nia@mailtest.io"
+    assert mail["To"] == "Nia <nia@mailtest.io>"  # the name the form gave
     link = re.search(r"(http\S+/f/confirm/\S+)", mail.get_body(("plain",)).get_content()).group(1)
     await visitor.goto(link)
     async with visitor.expect_navigation():

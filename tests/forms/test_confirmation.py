@@ -51,7 +51,7 @@ async def test_double_opt_in_joins_unconfirmed_then_confirms_once(client, db, ws
 
     await driver.drain()
     message = sink.received[-1].parsed()
-    assert message["To"] == JANE
+    assert message["To"] == f"Jane <{JANE}>"  # the name the form gave
     assert message["Subject"] == "Please confirm your subscription to Weekly"
     link = confirm_link(sink)
     shown = await client.get(link)

@@ -240,7 +240,7 @@ async def test_double_opt_in_from_the_form_to_the_confirmed_page(
 
     await driver.drain()
     message = sink.received[-1].parsed()
-    assert message["To"] == JANE
+    assert message["To"] == f"Jane <{JANE}>"  # the name the form gave
     # The email as a mail client shows it; its button leads to the confirmation page.
     await page.set_content(message.get_body(("html",)).get_content())
     await look(page, "forms", "confirmation-email")

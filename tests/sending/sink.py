@@ -3,7 +3,8 @@
 `answers` picks a reply by recipient: a recipient whose local part starts with `bounce` is
 refused `550 5.1.1 No such user`, `defer` gets `451 4.3.0 Try again later`; every other one is
 accepted. Run it in the test's event loop (`async with Sink() as sink`), or in a thread of its
-own with `Sink.threaded()` when another process sends to it.
+own with `Sink.threaded()` when another process sends to it. Each message keeps the envelope,
+the client's EHLO name and its MAIL options; `Sink(smtputf8=True)` offers SMTPUTF8.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Received:
     sender: str
     recipients: list[str]
     data: bytes
+    helo: str = ""  # the name the client gave in EHLO / HELO
+    mail_options: list[str] = field(default_factory=list)  # MAIL FROM's, e.g. SMTPUTF8
 
     def parsed(self) -> Any:
         return email.message_from_bytes(self.data, policy=policy.default)
@@ -62,7 +65,13 @@ class _Handler:
         data = envelope.original_content or b""
         with self.lock:
             self.received.append(
-                Received(str(envelope.mail_from), list(envelope.rcpt_tos), bytes(data))
+                Received(
+                    str(envelope.mail_from),
+                    list(envelope.rcpt_tos),
+                    bytes(data),
+                    str(session.host_name or ""),
+                    list(envelope.mail_options or []),
+                )
             )
         return "250 2.0.0 Queued"
 
@@ -74,8 +83,11 @@ def _free_port() -> int:
 
 
 class Sink:
-    def __init__(self, answer: Callable[[str], str | None] = default_answer) -> None:
+    def __init__(
+        self, answer: Callable[[str], str | None] = default_answer, *, smtputf8: bool = False
+    ) -> None:
         self.handler = _Handler(answer)
+        self.smtputf8 = smtputf8
         self.port = _free_port()
         self._server: asyncio.AbstractServer | None = None
         self._sessions: list[SMTP] = []
@@ -90,7 +102,13 @@ class Sink:
             return list(self.handler.received)
 
     def _protocol(self) -> SMTP:
-        session = SMTP(self.handler, hostname="sink.test", decode_data=False, data_size_limit=None)
+        session = SMTP(
+            self.handler,
+            hostname="sink.test",
+            decode_data=False,
+            data_size_limit=None,
+            enable_SMTPUTF8=self.smtputf8,
+        )
         self._sessions.append(session)
         return session
 

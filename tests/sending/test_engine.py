@@ -80,7 +80,8 @@ async def test_a_campaign_reaches_each_subscribed_recipient_once_signed(
     message = BytesParser(policy=policy.default).parsebytes(received["jane@mail.example"].data)
     assert message["Subject"] == "Spring sale, Jane"
     assert message["From"] == "Shop <news@shop.example>"
-    assert message["To"] == "jane@mail.example"
+    assert message["To"] == "Jane <jane@mail.example>"  # her name, as the contact has it
+    assert b'\r\nTo: "Jane" <jane@mail.example>\r\n' in received["jane@mail.example"].data
     assert message.get_content_type() == "multipart/alternative"
     text = message.get_body(("plain",)).get_content()
     html = message.get_body(("html",)).get_content()

@@ -57,7 +57,7 @@ def test_non_ascii_subject_and_name_are_encoded_words():
     raw = mime.build(_message(subject="Grüße, Zoë — 20 % off 🎉" * 4, from_name="Café Ümlaut"))
     head = raw.split(b"\r\n\r\n", 1)[0]
     assert head.isascii()
-    assert all(len(line) <= 998 for line in head.split(b"\r\n"))
+    assert all(len(line) <= 78 for line in head.split(b"\r\n"))
     parsed = _parse(raw)
     assert parsed["Subject"] == "Grüße, Zoë — 20 % off 🎉" * 4
     assert parsed["From"].addresses[0].display_name == "Café Ümlaut"
@@ -69,7 +69,7 @@ def test_a_line_break_in_a_header_value_cannot_add_a_header():
     assert parsed["Subject"] == "Hi Bcc: victim@example.com"
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)  # a loaded machine is slow, not wrong
 @given(
     html=st.text(min_size=0, max_size=400),
     text=st.text(min_size=0, max_size=400),
@@ -98,3 +98,87 @@ def test_plain_ascii_parts_go_unencoded_and_others_quoted_printable():
     raw = mime.build(_message(html=long_line))
     assert all(len(line) <= 998 for line in raw.split(b"\r\n"))
     assert _parse(raw).get_payload()[1].get_content().rstrip("\n") == long_line
+
+
+def _head_lines(raw: bytes) -> list[str]:
+    return raw.split(b"\r\n\r\n", 1)[0].decode().split("\r\n")
+
+
+def _foldable(line: str) -> bool:
+    """A space after the value's first word: somewhere the line could have been folded."""
+    value = line.lstrip(" \t").split(": ", 1)[-1].strip(" ")
+    return " " in value
+
+
+def test_the_recipients_name_is_quoted_or_encoded():
+    def to_of(name: str) -> str:
+        raw = mime.build(_message(to_name=name))
+        return raw.split(b"\r\nTo: ", 1)[1].split(b"\r\nSubject:", 1)[0].decode()
+
+    assert to_of("Jane Doe") == '"Jane Doe" <jane@example.com>'
+    assert to_of('Jane "JD" O\'Neil, Jr.') == '"Jane \\"JD\\" O\'Neil, Jr." <jane@example.com>'
+    assert to_of("  ") == "jane@example.com"
+    assert to_of("Zoë") == "=?utf-8?b?Wm/Dqw==?= <jane@example.com>"
+    assert to_of("Jane\r\nBcc: x@evil.example\x00") == (
+        '"Jane Bcc: x@evil.example" <jane@example.com>'
+    )
+    parsed = _parse(mime.build(_message(to_name='Zoë "Z" Ünal')))
+    assert parsed["To"].addresses[0].display_name == 'Zoë "Z" Ünal'
+    assert parsed["To"].addresses[0].addr_spec == "jane@example.com"
+
+
+def test_long_headers_are_folded_where_they_can_be():
+    long_url = "https://mail.acme.io/u/" + "t" * 180
+    raw = mime.build(
+        _message(
+            subject="A subject that goes on and on about the many things on sale this week",
+            to_name="Maximilian Alexander Fitzgerald-Worthington the Third of Many",
+            list_unsubscribe=(long_url, "mailto:unsubscribe+tok@acme.io"),
+        )
+    )
+    lines = _head_lines(raw)
+    assert all(len(line) <= 998 for line in lines)
+    assert [line for line in lines if len(line) > 78] == [f"List-Unsubscribe: <{long_url}>,"]
+    assert "List-Unsubscribe: <" + long_url + ">,\r\n <mailto:unsubscribe+tok@acme.io>" in (
+        raw.decode()
+    )
+    assert (
+        'To: "Maximilian Alexander Fitzgerald-Worthington the Third of Many"\r\n'
+        " <jane@example.com>\r\n"
+    ) in raw.decode()
+    parsed = _parse(raw)
+    assert parsed["Subject"] == (
+        "A subject that goes on and on about the many things on sale this week"
+    )
+    assert parsed["List-Unsubscribe"] == f"<{long_url}>, <mailto:unsubscribe+tok@acme.io>"
+    assert parsed.get_param("boundary") == "=_0195f3b2-0000-7000-8000-000000000001"
+
+
+def test_a_word_too_long_for_any_line_is_encoded_so_it_folds():
+    subject = "x" * 1200
+    raw = mime.build(_message(subject=subject))
+    assert all(len(line) <= 78 for line in _head_lines(raw))
+    assert _parse(raw)["Subject"] == subject
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    subject=st.text(min_size=1, max_size=300).filter(lambda s: s.strip() == s and s.isprintable()),
+    name=st.text(max_size=120),
+)
+def test_any_subject_and_name_fold_and_parse_back(subject, name):
+    raw = mime.build(_message(subject=subject, to_name=name))
+    for line in _head_lines(raw):
+        assert len(line.encode()) <= 998
+        assert len(line) <= 78 or not _foldable(line), line
+    parsed = _parse(raw)
+    assert parsed["Subject"] == " ".join(subject.splitlines())
+    assert parsed["To"].addresses[0].addr_spec == "jane@example.com"
+
+
+def test_fold_unfolds_to_the_same_line():
+    line = "Subject: " + " ".join(["word", "two  spaces", "x" * 90, "end"] * 5)
+    folded = mime.fold(line)
+    assert folded.replace("\r\n", "") == line
+    assert all(part.strip() for part in folded.split("\r\n"))  # no blank continuation line
+    assert mime.fold("Subject: " + "y" * 100) == "Subject: " + "y" * 100  # nowhere to fold

@@ -143,3 +143,29 @@ async def test_a_message_with_bare_line_feeds_still_arrives_whole():
         await pool.close()
     assert result.sent
     assert sink.received[0].data.endswith(b".hi\r\nthere\r\n")
+
+
+@pytest.mark.parametrize(
+    ("public_url", "helo", "expected"),
+    [
+        ("https://mail.shop.example/", "", "mail.shop.example"),
+        ("http://127.0.0.1:8000", "", "[127.0.0.1]"),
+        ("http://[::1]:8000", "", "[IPv6:::1]"),
+        ("https://bücher.example", "", "xn--bcher-kva.example"),
+        ("http://127.0.0.1:8000", "mx1.shop.example.", "mx1.shop.example"),
+        ("http://127.0.0.1:8000", "[192.0.2.1]", "[192.0.2.1]"),
+    ],
+)
+def test_the_ehlo_name_is_the_setting_or_the_public_host(public_url, helo, expected):
+    from mailroom.settings import Settings
+
+    assert Settings(public_url=public_url, smtp_helo=helo).resolved_smtp_helo == expected
+
+
+def test_a_bad_ehlo_name_is_refused():
+    from pydantic import ValidationError
+
+    from mailroom.settings import Settings
+
+    with pytest.raises(ValidationError, match="not a hostname or an address literal"):
+        Settings(smtp_helo="my relay")

@@ -203,7 +203,7 @@ async def _perform(
     if kind == "wait":
         return _Outcome("waiting", until=wait_until(step, automation.time_zone, now))
     if kind == "send_email":
-        return await _send_email(ctx, contact, step)
+        return await _send_email(ctx, contact, step, automation.id)
     if kind in ("add_tag", "remove_tag"):
         tag = await _row(ctx, Tag, step["tag_id"])
         if tag is None:
@@ -269,7 +269,9 @@ async def _row(ctx: Context, model: Any, row_id: str) -> Any:
     return memo[row_id]
 
 
-async def _send_email(ctx: Context, contact: Contact, step: dict[str, Any]) -> _Outcome:
+async def _send_email(
+    ctx: Context, contact: Contact, step: dict[str, Any], automation_id: str
+) -> _Outcome:
     template = await _row(ctx, Template, step["template_id"])
     if template is None:
         return _Outcome("template not found", end="failed")
@@ -281,7 +283,9 @@ async def _send_email(ctx: Context, contact: Contact, step: dict[str, Any]) -> _
         if step.get(name):
             body[name] = step[name]
     try:
-        row = await transactional.queue(ctx, body, kind="automation", loaded=(contact, template))
+        row = await transactional.queue(
+            ctx, body, kind="automation", loaded=(contact, template), automation_id=automation_id
+        )
     except ApiError as error:
         if error.status == 429:
             return _Outcome("hourly sending limit reached", hold=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from mailroom.domains import dkim
 from mailroom.domains.keys import KeyUnavailable
-from mailroom.sending import mime
+from mailroom.sending import addresses, mime
 from mailroom.templates.render import (
     Compiled,
     Rendered,
@@ -79,6 +79,7 @@ class Job:
     recipients: list[Recipient] = field(default_factory=list)
     subject_prefix: str = ""  # `[Test] ` for test sends
     base_url: str = ""  # the public URL tracking links point at
+    headers: tuple[tuple[str, str], ...] = ()  # added to every message (Feedback-ID)
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,18 @@ def build(job: Job) -> list[Built]:
             )
         except KeyUnavailable as problem:
             return [Built(r.row_id, None, f"DKIM key: {problem}") for r in job.recipients]
+    try:
+        from_email = addresses.wire(job.sender.from_email)
+        reply_to = addresses.wire(job.sender.reply_to) if job.sender.reply_to else None
+    except addresses.Unwritable as problem:
+        return [Built(r.row_id, None, f"sender: {problem}") for r in job.recipients]
     built: list[Built] = []
     for recipient in job.recipients:
+        try:
+            to = addresses.wire(recipient.email)
+        except addresses.Unwritable as problem:
+            built.append(Built(recipient.row_id, None, str(problem)))
+            continue
         try:
             rendered = personalise(
                 compiled,
@@ -165,16 +176,18 @@ def build(job: Job) -> list[Built]:
         html = rendered.html
         raw = mime.build(
             mime.Message(
-                from_email=job.sender.from_email,
+                from_email=from_email,
                 from_name=job.sender.from_name,
-                to=recipient.email,
+                to=to,
+                to_name=f"{recipient.first_name} {recipient.last_name}",
                 subject=job.subject_prefix + rendered.subject,
                 html=html,
                 text=rendered.text,
                 message_id=recipient.message_id,
                 date=job.date,
-                reply_to=job.sender.reply_to or None,
+                reply_to=reply_to,
                 list_unsubscribe=recipient.list_unsubscribe,
+                headers=job.headers,
             )
         )
         if signer is not None:

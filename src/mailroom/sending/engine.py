@@ -77,8 +77,9 @@ EXPRESS_CONNECTIONS = 2
 @dataclass
 class Prepared:
     jobs: list[Job] = field(default_factory=list)
-    # row id -> (row, envelope sender, recipient address) for the rows that will be built
-    targets: dict[str, tuple[Claimed, str, str]] = field(default_factory=dict)
+    # row id -> (row, envelope sender, envelope recipient, the row's address) for the rows
+    # that will be built; the envelope's addresses are in their wire form (IDNA domain)
+    targets: dict[str, tuple[Claimed, str, str, str]] = field(default_factory=dict)
     done: list[Outcome] = field(default_factory=list)  # skipped or failed before building
 
 
@@ -128,7 +129,10 @@ class SendEngine:
     def transport(self) -> Transport:
         if self._transport is None:
             self._transport = transport_for(
-                self.settings.smtp_url, outbox_dir(self.settings), self.settings.smtp_connections
+                self.settings.smtp_url,
+                outbox_dir(self.settings),
+                self.settings.smtp_connections,
+                self.settings.resolved_smtp_helo,
             )
         return self._transport
 
@@ -136,7 +140,10 @@ class SendEngine:
     def express_transport(self) -> Transport:
         if self._express_transport is None:
             self._express_transport = transport_for(
-                self.settings.smtp_url, outbox_dir(self.settings), EXPRESS_CONNECTIONS
+                self.settings.smtp_url,
+                outbox_dir(self.settings),
+                EXPRESS_CONNECTIONS,
+                self.settings.resolved_smtp_helo,
             )
         return self._express_transport
 
@@ -280,7 +287,7 @@ class SendEngine:
             done = list(prepared.done)
             deliveries: list[Delivery] = []
             for item in built:
-                row, sender, recipient = prepared.targets[item.row_id]
+                row, sender, recipient, _email = prepared.targets[item.row_id]
                 if item.data is None:
                     done.append(Outcome(row, "failed", item.error or "could not be built"))
                 else:
@@ -288,7 +295,7 @@ class SendEngine:
             message_ids = {j.row_id: j.message_id for job in prepared.jobs for j in job.recipients}
             transport = self.express_transport if express else self.transport
             for result in await transport.send(deliveries):
-                row, _sender, recipient = prepared.targets[result.key]
+                row, _sender, _recipient, email = prepared.targets[result.key]
                 state = (
                     "sent"
                     if result.sent
@@ -302,9 +309,9 @@ class SendEngine:
                     Outcome(
                         row,
                         state,
-                        f"{result.code} {result.text}".strip(),
+                        result.detail,
                         message_ids.get(row.id),
-                        recipient,
+                        email,
                     )
                 )
             async with db.transaction() as session:
@@ -349,7 +356,9 @@ class SendEngine:
                 prepared.done.append(Outcome(row, "failed", "its campaign no longer exists"))
                 continue
             content, from_email, from_name, reply_to = source
-            domain = facts.domains.get((row.workspace_id, email_domain(from_email)))
+            domain = facts.domains.get(
+                (row.workspace_id, addresses.wire_domain(email_domain(from_email)))
+            )
             # The operator's own mail (invitations) is from their domain, not a workspace's.
             operator = row.kind == "system" and bool((row.payload or {}).get("operator"))
             if settings.smtp_url and domain is None and not operator:
@@ -358,6 +367,11 @@ class SendEngine:
                 )
                 continue
             email = contact.email if contact is not None else row.email
+            try:
+                to = addresses.wire(email)
+            except addresses.Unwritable as problem:
+                prepared.done.append(Outcome(row, "failed", f"{email}: {problem}", email=email))
+                continue
             recipient = recipient_for(
                 settings,
                 row_id=row.id,
@@ -367,8 +381,10 @@ class SendEngine:
                 from_email=from_email,
                 domain_verified=domain is not None,
                 variables=(row.payload or {}).get("variables"),
+                list_headers=row.kind in addresses.LIST_MAIL,
             )
-            key = (content.key, from_email, from_name, reply_to, row.workspace_id)
+            headers = addresses.feedback_id(row.kind, _source_id(row), row.workspace_id)
+            key = (content.key, from_email, from_name, reply_to, row.workspace_id, headers)
             job = groups.get(key)
             if job is None or len(job.recipients) >= JOB_SIZE:
                 job = Job(
@@ -378,13 +394,19 @@ class SendEngine:
                     secret=settings.resolved_secret_key,
                     date=now,
                     base_url=settings.public_url,
+                    headers=headers,
                 )
                 groups[key] = job
                 prepared.jobs.append(job)
             job.recipients.append(recipient)
             envelope = addresses.return_path(settings, row.id, from_email, domain is not None)
-            prepared.targets[row.id] = (row, envelope, email)
+            prepared.targets[row.id] = (row, envelope, to, email)
         return prepared
+
+
+def _source_id(row: Claimed) -> str:
+    """The campaign or automation a message belongs to (its Feedback-ID)."""
+    return row.campaign_id or str((row.payload or {}).get("automation_id") or "")
 
 
 @dataclass

@@ -47,7 +47,10 @@ def recipient_for(
     from_email: str,
     domain_verified: bool,
     variables: dict[str, Any] | None = None,
+    list_headers: bool = True,
 ) -> Recipient:
+    """The recipient's links and fields; `list_headers`: it gets List-Unsubscribe (see
+    `addresses.LIST_MAIL`)."""
     contact_id = contact.id if contact is not None else ""
     unsubscribe = (
         addresses.unsubscribe_url(settings, workspace_id, contact_id, row_id) if contact_id else ""
@@ -62,7 +65,7 @@ def recipient_for(
         unsubscribe_url=unsubscribe,
         list_unsubscribe=(
             addresses.list_unsubscribe(settings, unsubscribe, row_id, from_email, domain_verified)
-            if unsubscribe
+            if unsubscribe and list_headers
             else ()
         ),
         variables=variables,
@@ -145,13 +148,15 @@ async def send_now(
         subject_prefix="[Test] ",
     )
     built: list[Built] = await asyncio.to_thread(build, job)
-    transport = transport_for(settings.smtp_url, outbox_dir(settings), len(built))
+    transport = transport_for(
+        settings.smtp_url, outbox_dir(settings), len(built), settings.resolved_smtp_helo
+    )
     try:
         deliveries = [
             Delivery(
                 b.row_id,
                 addresses.return_path(settings, b.row_id, message.from_email, domain is not None),
-                email,
+                addresses.wire(email),  # built: its domain has an IDNA form
                 b.data,
             )
             for b, (_row, email) in zip(built, rows, strict=True)

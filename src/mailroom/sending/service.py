@@ -16,7 +16,7 @@ from mailroom.core.emails import email_domain
 from mailroom.core.errors import ApiError
 from mailroom.events import service as events
 from mailroom.models import SendingDomain, SendingSettings, Workspace
-from mailroom.sending import health, limits
+from mailroom.sending import addresses, health, limits
 
 PAUSED_BY = ("workspace", "operator", "health")
 REASONS = ("workspace", "operator", "bounce_rate", "complaint_rate")
@@ -243,7 +243,8 @@ async def _event(
 
 
 async def verified_domain(ctx: Context, from_email: str) -> SendingDomain | None:
-    domain = email_domain(from_email)
+    # Domains are stored in their IDNA form; a sender may write its domain either way.
+    domain = addresses.wire_domain(email_domain(from_email))
     found: SendingDomain | None = await ctx.session.scalar(
         select(SendingDomain).where(
             SendingDomain.workspace_id == ctx.workspace_id,

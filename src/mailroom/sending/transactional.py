@@ -87,10 +87,12 @@ async def queue(
     *,
     kind: str = "transactional",
     loaded: tuple[Contact, Template] | None = None,
+    automation_id: str | None = None,
 ) -> SendLog:
     """Check and queue one message (`kind` "automation" for an automation's send_email step:
     the same checks, allowance and ceiling, behind transactional mail in the queue; `loaded`:
-    its contact and template, already read in this unit of work)."""
+    its contact and template, already read in this unit of work; `automation_id` names the
+    automation in the message's Feedback-ID)."""
     parts = await _content(ctx, body, loaded[1] if loaded else None)
     variables = _variables(body.get("variables"))
     identity = await sending.settings_of(ctx)
@@ -146,6 +148,7 @@ async def queue(
             "reply_to": reply_to,
             "variables": variables,
             "template_id": body.get("template_id") or None,
+            **({"automation_id": automation_id} if automation_id else {}),
         },
         status="pending",
         run_at=now,

@@ -57,6 +57,12 @@ class Result:
         return self.at_recipient and 500 <= self.code < 600
 
     @property
+    def detail(self) -> str:
+        """What the send log records: the relay's code and text, or only why when no relay
+        answered (no answer, unsendable)."""
+        return f"{self.code} {self.text}".strip() if self.code >= 100 else self.text
+
+    @property
     def failed(self) -> bool:
         """Refused for good, but not because of the address: do not try again."""
         return self.code == UNSENDABLE or (not self.at_recipient and 500 <= self.code < 600)
@@ -102,10 +108,13 @@ class SmtpPool:
     spread over them. A connection that fails is dropped and opened again for the next
     message; the message it was sending gets no answer (tried again later, never lost)."""
 
-    def __init__(self, url: str, size: int = 8, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, size: int = 8, timeout: float = 30.0, helo: str = "localhost"
+    ) -> None:
         self.target = parse_smtp_url(url)
         self.size = max(1, size)
         self.timeout = timeout
+        self.helo = helo
         self._idle: asyncio.Queue[aiosmtplib.SMTP | None] = asyncio.Queue()
         for _ in range(self.size):
             self._idle.put_nowait(None)  # a slot; connected on first use
@@ -125,6 +134,7 @@ class SmtpPool:
             start_tls=target.starttls,
             tls_context=context,
             timeout=self.timeout,
+            local_hostname=self.helo,
         )
 
     async def _send_one(self, delivery: Delivery) -> Result:
@@ -133,13 +143,15 @@ class SmtpPool:
             if client is None or not client.is_connected:
                 client = self._client()
                 await client.connect()
+            if client.is_ehlo_or_helo_needed:
+                # Now, not at MAIL: the relay's extensions decide the MAIL options below.
+                await _greet(client)
             # MAIL, RCPT, DATA rather than `sendmail`, which parses both addresses twice more
             # (a tenth of the engine's CPU). The addresses are ours, already validated.
-            utf8 = not (delivery.sender.isascii() and delivery.recipient.isascii())
-            if utf8 and not client.supports_extension("smtputf8"):
-                return Result(
-                    delivery.key, UNSENDABLE, "the relay does not take non-ASCII addresses"
-                )
+            needs = needs_smtputf8(delivery)
+            utf8 = needs is not None
+            if needs is not None and not client.supports_extension("smtputf8"):
+                return Result(delivery.key, UNSENDABLE, _NO_SMTPUTF8.format(needs))
             options = ["SMTPUTF8"] if utf8 else []
             encoding = "utf-8" if utf8 else "ascii"
             # A relay that offers DSN (RFC 3461) reports success as well as failure to the
@@ -178,6 +190,36 @@ class SmtpPool:
             await _quit(self._idle.get_nowait())
         for _ in range(self.size):
             self._idle.put_nowait(None)
+
+
+_NO_SMTPUTF8 = (
+    "not sent: {} has a non-ASCII local part, which only a relay offering SMTPUTF8 can take, "
+    "and the relay does not offer it"
+)
+
+
+def needs_smtputf8(delivery: Delivery) -> str | None:
+    """What makes the message need SMTPUTF8 (RFC 6531), or None: an envelope address, or an
+    address in its header, with a non-ASCII local part (domains are IDNA by now, names
+    encoded words, so nothing else in a header is 8-bit)."""
+    if not delivery.recipient.isascii():
+        return delivery.recipient
+    if not delivery.sender.isascii():
+        return delivery.sender
+    end = delivery.data.find(b"\r\n\r\n")
+    if not delivery.data[: end if end >= 0 else len(delivery.data)].isascii():
+        return "an address in its header"
+    return None
+
+
+async def _greet(client: aiosmtplib.SMTP) -> None:
+    """EHLO, or HELO from a relay that refuses EHLO (as aiosmtplib would do at MAIL)."""
+    try:
+        await client.ehlo()
+    except aiosmtplib.SMTPHeloError:
+        if not client.is_connected:
+            raise
+        await client.helo()
 
 
 def _wire_form(message: bytes) -> bytes | None:
@@ -274,7 +316,10 @@ class Outbox:
         return None
 
 
-def transport_for(smtp_url: str | None, outbox: Path, connections: int) -> Transport:
+def transport_for(
+    smtp_url: str | None, outbox: Path, connections: int, helo: str = "localhost"
+) -> Transport:
+    """The SMTP pool (greeting as `helo`: `Settings.resolved_smtp_helo`), or the outbox."""
     if smtp_url:
-        return SmtpPool(smtp_url, size=connections)
+        return SmtpPool(smtp_url, size=connections, helo=helo)
     return Outbox(outbox)

@@ -9,6 +9,7 @@ by scanning; its output is Jinja's for every input.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -51,7 +52,7 @@ _HTTP = re.compile(
 )
 _EMAIL = re.compile(r"^\S+@\w[\w.-]*\.\w+$")
 _LEAD = re.compile(r"^([(<]|&lt;)+")
-_WORDS = re.compile(r"(\s+)")
+_WORD = re.compile(r"\S+")
 _TRAIL_REVERSED = re.compile(r"(?:[)>.,\n]|;tg&)+")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:$")
 
@@ -95,12 +96,18 @@ def urlize(
         return x
 
     budget = current()
-    words = _WORDS.split(str(markupsafe.escape(text)))
+    escaped = str(markupsafe.escape(text))
     rel_attr = f' rel="{markupsafe.escape(rel)}"' if rel else ""
     target_attr = f' target="{markupsafe.escape(target)}"' if target else ""
-    for i, word in enumerate(words):
+    # Word by word as found (Jinja splits the whole text into a list first: millions of small
+    # strings at once); the whitespace between words is copied as it is, as Jinja leaves it.
+    out = io.StringIO()
+    position = 0
+    for found in _WORD.finditer(escaped):
         budget.tick()
-        head, middle, tail = "", word, ""
+        out.write(escaped[position : found.start()])
+        position = found.end()
+        head, middle, tail = "", found.group(), ""
         match = _LEAD.match(middle)
         if match:
             head = match.group()
@@ -128,8 +135,9 @@ def urlize(
             for scheme in extra_schemes:
                 if middle != scheme and middle.startswith(scheme):
                     middle = f'<a href="{middle}"{rel_attr}{target_attr}>{middle}</a>'
-        words[i] = f"{head}{middle}{tail}"
-    return "".join(words)
+        out.write(f"{head}{middle}{tail}")
+    out.write(escaped[position:])
+    return out.getvalue()
 
 
 @pass_eval_context

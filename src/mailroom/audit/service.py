@@ -97,7 +97,7 @@ async def list_entries(
             query = query.where(AuditEntry.created_at >= only.since)
         if only.before is not None:
             query = query.where(AuditEntry.created_at < only.before)
-    if cursor:
+    if cursor is not None:  # an empty cursor is malformed, as the pattern says
         stamp, entry_id = _decode_cursor(cursor)
         query = query.where(
             or_(

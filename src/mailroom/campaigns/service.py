@@ -11,7 +11,7 @@ from mailroom.campaigns import audience as audiences
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
-from mailroom.models import Campaign, SendLog
+from mailroom.models import CAMPAIGN_STATUSES, Campaign, SendLog
 from mailroom.named import Named
 from mailroom.sending.service import clean_address, clean_from_name
 from mailroom.templates import service as templates
@@ -116,6 +116,9 @@ async def delete_campaign(ctx: Context, campaign_id: str) -> None:
 async def list_campaigns(
     ctx: Context, page: PageParams, q: str | None, status: str | None
 ) -> tuple[list[Campaign], int]:
+    if status is not None and status not in CAMPAIGN_STATUSES:
+        # As the published enum: an unknown (or empty) state is refused, never read as "all".
+        raise ApiError(400, f"status must be one of {', '.join(CAMPAIGN_STATUSES)}")
     where = [Campaign.status == status] if status else []
     return await CAMPAIGNS.page(ctx, page, q=q, where=where)
 

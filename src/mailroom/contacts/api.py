@@ -52,12 +52,19 @@ def filter_query(
     ] = None,
     date_from: Annotated[
         str | None,
-        Query(alias="from", description="Added on or after (YYYY-MM-DD)."),
+        Query(
+            alias="from",
+            description="Added on or after (YYYY-MM-DD); any other value is ignored.",
+        ),
         Doc(DAY),
     ] = None,
     date_to: Annotated[
         str | None,
-        Query(alias="to", description="Added on or before, the whole day (YYYY-MM-DD)."),
+        Query(
+            alias="to",
+            description="Added on or before, the whole day (YYYY-MM-DD); any other value "
+            "is ignored.",
+        ),
         Doc(DAY),
     ] = None,
     segment: Annotated[str | None, Query(description=SEGMENT_TEXT)] = None,

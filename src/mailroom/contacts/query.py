@@ -43,10 +43,12 @@ def _text(value: Any, name: str) -> str | None:
     return value.strip() or None
 
 
-def _day(value: Any) -> date | None:
-    """`YYYY-MM-DD`; anything else (an impossible date included) is ignored."""
-    if not isinstance(value, str):
+def _day(value: Any, name: str) -> date | None:
+    """`YYYY-MM-DD`; any other string (an impossible date, an empty one) is ignored."""
+    if value is None:
         return None
+    if not isinstance(value, str):
+        raise ApiError(400, f"{name} must be a string")
     try:
         return date.fromisoformat(value.strip()) if len(value.strip()) == 10 else None
     except ValueError:
@@ -55,7 +57,9 @@ def _day(value: Any) -> date | None:
 
 def parse_filter(raw: Mapping[str, Any]) -> ContactFilter:
     status = _text(raw.get("status"), "status")
-    if status is not None and status not in CONTACT_STATUSES:
+    # Exactly one of the statuses when given, as the published enum says: an empty or padded
+    # value is refused, not read as "any status".
+    if raw.get("status") is not None and raw["status"] not in CONTACT_STATUSES:
         raise ApiError(400, f"status must be one of {', '.join(CONTACT_STATUSES)}")
     return ContactFilter(
         q=_text(raw.get("q"), "q"),
@@ -63,8 +67,8 @@ def parse_filter(raw: Mapping[str, Any]) -> ContactFilter:
         tag=_text(raw.get("tag"), "tag"),
         list_id=_text(raw.get("list"), "list"),
         source=_text(raw.get("source"), "source"),
-        date_from=_day(raw.get("from")),
-        date_to=_day(raw.get("to")),
+        date_from=_day(raw.get("from"), "from"),
+        date_to=_day(raw.get("to"), "to"),
         segment=_text(raw.get("segment"), "segment"),
     )
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StrictBool, model_validator
 
 from mailroom.core.languages import ISO_639_1
-from mailroom.core.loose import Doc, body_config, choice, nullable, text
+from mailroom.core.loose import DAY, Doc, body_config, choice, nullable, text
 from mailroom.core.pagination import Pagination
 from mailroom.models import CONTACT_STATUSES
 
@@ -195,22 +195,28 @@ BULK_ACTIONS = (
     "export",
 )
 MAX_BULK = 50_000
+# As the list query's parameters; a key given as null is no filter.
 CONTACT_FILTER = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "q": {"type": "string", "description": "Substring of email, first or last name."},
-        "status": choice(*PATCH_STATUSES),
-        "tag": {"type": "string", "description": "Tag id."},
-        "list": {"type": "string", "description": "List id."},
-        "source": {"type": "string", "description": "Exact source."},
-        "from": {"type": "string", "format": "date", "description": "Added on or after."},
-        "to": {"type": "string", "format": "date", "description": "Added on or before."},
-        "segment": {
-            "type": "string",
-            "description": "Segment id: contacts its rule matches, of the statuses it takes "
-            "(404 `Segment not found` for an id that is not this workspace's).",
-        },
+        "q": nullable(text(description="Substring of email, first or last name.")),
+        "status": nullable(choice(*PATCH_STATUSES)),
+        "tag": nullable(text(description="Tag id.")),
+        "list": nullable(text(description="List id.")),
+        "source": nullable(text(description="Exact source.")),
+        "from": nullable(
+            {**DAY, "description": "Added on or after (YYYY-MM-DD; any other string is ignored)."}
+        ),
+        "to": nullable(
+            {**DAY, "description": "Added on or before (YYYY-MM-DD; any other string is ignored)."}
+        ),
+        "segment": nullable(
+            text(
+                description="Segment id: contacts its rule matches, of the statuses it takes "
+                "(404 `Segment not found` for an id that is not this workspace's)."
+            )
+        ),
     },
 }
 

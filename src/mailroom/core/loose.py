@@ -87,5 +87,7 @@ def body_config(
     return ConfigDict(json_schema_extra=document)
 
 
-# A calendar day; query filters ignore a value that is not one.
-DAY = {"type": "string", "format": "date"}
+# A calendar day (YYYY-MM-DD) as a query filter. Filters ignore any other value (an impossible
+# date, an empty one), as the spec says, so the schema is any string with the shape shown by
+# example: `format: date` would publish those ignored values as refused.
+DAY = {"type": "string", "examples": ["2026-03-15"]}

@@ -106,10 +106,13 @@ IMPORT_BODY = {
                         "type": "array",
                         "minItems": 1,
                         "maxItems": 5000,
-                        "description": "Addresses, as strings or objects {email, reason}.",
+                        "description": "Addresses, as strings or objects {email, reason}. "
+                        "An entry is never refused: one that is not a usable address (a "
+                        "number, null, an object without a valid `email`) or has an unknown "
+                        "reason counts as invalid.",
                         "items": {
                             "anyOf": [
-                                {"type": "string"},
+                                {"type": "string", "description": "An address."},
                                 {
                                     "type": "object",
                                     "properties": {
@@ -120,6 +123,9 @@ IMPORT_BODY = {
                                     "`email_address`) and its reason; a malformed address or "
                                     "an unknown reason counts as invalid.",
                                 },
+                                # The spec counts what is not an address as invalid (200,
+                                # `invalid` + 1), so the schema admits it, as the service does.
+                                {"description": "Any other value: counted as invalid."},
                             ]
                         },
                     },

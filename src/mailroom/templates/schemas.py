@@ -82,8 +82,10 @@ class TemplateDeleted(BaseModel):
 
 class TemplatePreviewRequest(BaseModel):
     model_config = body_config(forbid_extra=True)
-    contact_id: Annotated[Any, Doc(nullable(text(min_length=1)))] = Field(
-        None, description="Render as this contact of the workspace; absent: sample values."
+    contact_id: Annotated[Any, Doc(nullable(text()))] = Field(
+        None,
+        description="Render as this contact of the workspace; absent, null or empty: sample "
+        "values.",
     )
 
 

@@ -175,7 +175,7 @@ async def test_pages_and_api_answer_while_the_worker_sends_a_campaign(
             )
         return pending == 0
 
-    async with httpx.AsyncClient(base_url=base, headers=ws.headers) as api:
+    async with httpx.AsyncClient(base_url=base, headers=ws.headers, timeout=60) as api:
         await ok(await api.post(f"/api/v1/campaigns/{campaign_id}/send"), 202)
     drivers = [asyncio.create_task(visitor(b, row_id)) for b, row_id in browsers]
     drivers += [asyncio.create_task(api_client(n)) for n in range(2)]

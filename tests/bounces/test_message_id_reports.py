@@ -37,9 +37,11 @@ async def _suppressed(client, ws) -> list[tuple[str, str]]:
     )
 
 
-async def _report_kinds(db) -> list[str]:
+async def _report_kinds(db) -> list[tuple[str, bool]]:
+    """(kind, signed) of every stored delivery report."""
     async with db.session() as session:
-        return sorted((await session.scalars(select(DeliveryReport.kind))).all())
+        rows = await session.execute(select(DeliveryReport.kind, DeliveryReport.signed))
+        return sorted((kind, bool(signed)) for kind, signed in rows.all())
 
 
 def _strict(settings) -> None:
@@ -110,7 +112,7 @@ async def test_a_report_naming_the_recipient_bounces_it_but_never_counts_toward_
     assert (
         await events_of(db, ws.workspace_id, "workspace.paused", "workspace.health_warning") == []
     )
-    assert await _report_kinds(db) == ["complaint?", "hard?"]
+    assert await _report_kinds(db) == [("complaint", False), ("hard", False)]
 
 
 async def test_signed_reports_still_count_also_for_a_message_marked_by_message_id(
@@ -144,7 +146,11 @@ async def test_signed_reports_still_count_also_for_a_message_marked_by_message_i
         "complaint_rate",
     )
     assert state["complaint_rate"] == 0.08
-    assert await _report_kinds(db) == ["complaint", "complaint", "complaint?"]
+    assert await _report_kinds(db) == [
+        ("complaint", False),
+        ("complaint", True),
+        ("complaint", True),
+    ]
 
 
 async def test_a_signed_hard_bounce_still_counts(

@@ -11,9 +11,8 @@ Anyone can write to the generic address, and a Message-ID is seen by whoever see
 (a forward, a reply's References). So a report mapped by Message-ID alone acts only when it
 names that message's own recipient (its Final-Recipient, Original-Rcpt-To, the quoted To:
 `Outcome.names`), else it is `unmatched` and changes nothing; and it never counts toward
-delivery health: its delivery report is kept with the kind marked `UNVERIFIED`, and
-`sending.health.rates` counts a reported bounce or complaint only through an unmarked
-(signed) one.
+delivery health: its delivery report is kept with `signed` false, and
+`sending.health.rates` counts a reported bounce or complaint only through a signed one.
 """
 
 from __future__ import annotations
@@ -46,15 +45,6 @@ log = logging.getLogger("mailroom.bounces")
 SOFT_LIMIT = 3  # soft bounces of different messages ...
 SOFT_WINDOW = timedelta(days=15)  # ... within this, with no delivery between: a hard bounce
 Delivered = aliased(DeliveryReport)
-# Appended to a delivery report's kind (`hard?`, `complaint?`, ...) when the report was mapped
-# by Message-ID only: kept for support questions and soft-bounce counting like any other, never
-# counted by delivery health (which reads only the plain kinds).
-UNVERIFIED = "?"
-
-
-def either(kind: str) -> tuple[str, str]:
-    """A report kind, signed or not."""
-    return kind, kind + UNVERIFIED
 
 
 @dataclass(frozen=True)
@@ -180,7 +170,8 @@ async def act(db: Database, settings: Settings, mails: list[Inbound]) -> list[st
                     "workspace_id": a.row.workspace_id,
                     "send_log_id": a.row.id,
                     "contact_id": a.row.contact_id,
-                    "kind": a.outcome.kind if a.signed else a.outcome.kind + UNVERIFIED,
+                    "kind": a.outcome.kind,
+                    "signed": a.signed,
                     "status": a.outcome.status,
                     "diagnostic": a.outcome.diagnostic[:500],
                     "created_at": now,
@@ -257,7 +248,7 @@ async def _soft_to_hard(session: Any, soft: list[_Acted], now: Any) -> None:
         select(func.max(Delivered.created_at))
         .where(
             Delivered.contact_id == DeliveryReport.contact_id,
-            Delivered.kind.in_(either("delivered")),
+            Delivered.kind == "delivered",
         )
         .scalar_subquery()
     )
@@ -267,7 +258,7 @@ async def _soft_to_hard(session: Any, soft: list[_Acted], now: Any) -> None:
             select(DeliveryReport.contact_id, func.count(func.distinct(DeliveryReport.send_log_id)))
             .where(
                 DeliveryReport.contact_id.in_(part),
-                DeliveryReport.kind.in_(either("soft")),
+                DeliveryReport.kind == "soft",
                 DeliveryReport.created_at >= since,
                 or_(last_delivery.is_(None), DeliveryReport.created_at >= last_delivery),
             )

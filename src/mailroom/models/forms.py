@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.core.clock import utcnow
@@ -52,6 +52,13 @@ class FormSubmission(Base):
     __table_args__ = (
         Index("ix_form_submissions_form_created", "form_id", "created_at"),
         Index("ix_form_submissions_contact", "contact_id"),  # a contact's timeline
+        # The hourly prune of pending submissions past their 7 days (forms.upkeep).
+        Index(
+            "ix_form_submissions_pending_created",
+            "created_at",
+            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text("status = 'pending'"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.core.clock import utcnow
@@ -48,8 +48,10 @@ REPORT_KINDS = ("hard", "soft", "delivered", "complaint")
 
 class DeliveryReport(Base):
     """A delivery status notification or feedback report that came back for one message and
-    was acted on (`hard`, `soft`, `delivered`, `complaint`; with `?` after it when mapped by
-    Message-ID only, which delivery health does not count: bounces.service). Soft bounces are
+    was acted on (`hard`, `soft`, `delivered`, `complaint`). `signed`: it came back through
+    the message's signed return path; one mapped by the Message-ID it quotes (anyone can write
+    to the generic bounces@ address) is kept but never counted by delivery health
+    (bounces.service, sending.health). Soft bounces are
     counted from these (three different messages within 15 days make a hard bounce), and they
     are what a support question about a contact's bounce is answered from."""
 
@@ -65,6 +67,7 @@ class DeliveryReport(Base):
         ForeignKey("contacts.id", ondelete="SET NULL"), default=None
     )
     kind: Mapped[str] = mapped_column(String(12))
+    signed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     status: Mapped[str] = mapped_column(String(16), default="")  # enhanced code, e.g. 5.1.1
     diagnostic: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -57,15 +57,16 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     def signed(*kinds: str) -> Any:
         """A report of one of `kinds` came back for the message through its signed return
         path. One mapped by Message-ID only (anyone can write to the generic bounces@
-        address) is stored with its kind marked (`hard?`): it may bounce the contact, never
-        pause the workspace. Probed by contact (ix_delivery_reports_contact_kind); a message
-        whose contact was deleted cannot be probed and counts as before, so deleting bounced
-        contacts lowers no rate."""
+        address) is kept unsigned: it may bounce the contact, never pause the workspace.
+        Probed by contact (ix_delivery_reports_contact_kind); a message whose contact was
+        deleted cannot be probed and counts as before, so deleting bounced contacts lowers
+        no rate."""
         return or_(
             recent.c.contact_id.is_(None),
             exists().where(
                 DeliveryReport.contact_id == recent.c.contact_id,
                 DeliveryReport.kind.in_(kinds),
+                DeliveryReport.signed.is_(True),
                 DeliveryReport.send_log_id == recent.c.id,
                 DeliveryReport.workspace_id == ctx.workspace_id,
             ),

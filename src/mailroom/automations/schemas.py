@@ -1,6 +1,6 @@
 """Automation shapes. Bodies are parsed loosely (the service names the place of each mistake,
-`steps[2].seconds must be at least 1`) and documented precisely: the trigger by type, each
-step type with its fields, conditions holding `yes` / `no` step lists."""
+`steps[2].seconds must be at least 1`) and documented precisely: the trigger by type, and the
+step tree as named schemas (`step_shapes.py`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from datetime import datetime
 from typing import Annotated, Any
 from zoneinfo import available_timezones
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
-from mailroom.automations import steps as shape
+from mailroom.automations.step_shapes import STEPS_DESCRIPTION, Steps
 from mailroom.core.loose import Doc, body_config, choice, name_field, text
 from mailroom.core.pagination import Pagination
 from mailroom.models import AUTOMATION_STATUSES, RUN_STATES
-from mailroom.segments.schemas import rule_schema
 
 ID = text(36, min_length=1)
 ZONES = {"enum": sorted(available_timezones()), "description": "an IANA time zone"}
@@ -49,72 +48,6 @@ TRIGGER = {
     "after the date in the field each year, at `time` in the automation's time zone.",
 }
 
-STEP_ID = text(64, pattern=r"^[A-Za-z0-9_-]{1,64}$")
-LABEL = text(shape.MAX_LABEL)
-
-
-def _step(kind: str, required: list[str], **fields: Any) -> dict[str, Any]:
-    return _object(["type", *required], type={"const": kind}, id=STEP_ID, label=LABEL, **fields)
-
-
-def step_schema(depth: int = 1) -> dict[str, Any]:
-    branch: dict[str, Any] = (
-        {"type": "array", "maxItems": 20, "items": step_schema(depth + 1)}
-        if depth < 3
-        else {"type": "array", "maxItems": 0}
-    )
-    return {
-        "oneOf": [
-            _step(
-                "wait",
-                ["seconds"],
-                seconds={"type": "integer", "minimum": 1, "maximum": shape.MAX_WAIT_SECONDS},
-            ),
-            _step(
-                "wait",
-                ["until"],
-                until=_object(["weekday"], weekday={"enum": list(shape.WEEKDAYS)}, time=CLOCK),
-            ),
-            _step(
-                "send_email",
-                ["template_id"],
-                template_id=ID,
-                from_email=text(254, format="email"),
-                from_name=text(100, min_length=1, pattern=r"[^\s]"),
-            ),
-            _step("add_tag", ["tag_id"], tag_id=ID),
-            _step("remove_tag", ["tag_id"], tag_id=ID),
-            _step("add_to_list", ["list_id"], list_id=ID),
-            _step("remove_from_list", ["list_id"], list_id=ID),
-            _step(
-                "update_field",
-                ["field", "value"],
-                field=text(
-                    78,
-                    min_length=1,
-                    description="first_name, last_name, language or custom_fields.<key>",
-                ),
-                value={"type": ["string", "number", "boolean", "null"]},
-            ),
-            _step("condition", ["rules"], rules=rule_schema(), yes=branch, no=branch),
-            _step(
-                "call_webhook",
-                [],
-                endpoint_ids={"type": "array", "maxItems": 20, "items": ID},
-            ),
-            _step("exit", []),
-        ]
-    }
-
-
-STEPS = {
-    "type": "array",
-    "maxItems": 20,
-    "items": step_schema(),
-    "description": "In order. `id` is yours or assigned (unique in the automation); runs keep "
-    "their step by id when the steps are edited. A `condition` runs `yes` or `no` for the "
-    "contact (a segment rule), then goes on after itself. 100 steps in all at most.",
-}
 STEPS_TEXT = (
     "Trigger, steps: see the schema. A bad step names its place (`steps[1].tag_id: Tag not found`)."
 )
@@ -136,7 +69,7 @@ class AutomationCreate(BaseModel):
     )
     name: Annotated[Any, Doc(name_field(100))] = Field(None, description="Unique ignoring case.")
     trigger: Annotated[Any, Doc(TRIGGER)] = None
-    steps: Annotated[Any, Doc(STEPS)] = None
+    steps: Steps = Field(None, description=STEPS_DESCRIPTION)
     allow_reentry: Annotated[Any, Doc({"type": "boolean", "default": False})] = Field(
         None, description="A contact who finished may enter again on a later trigger."
     )
@@ -144,14 +77,22 @@ class AutomationCreate(BaseModel):
         None, description="IANA zone for waits until a weekday and time (default UTC)."
     )
 
+    @field_serializer("steps")
+    def _steps_as_sent(self, value: Any) -> Any:
+        return value
+
 
 class AutomationUpdate(BaseModel):
     model_config = body_config(forbid_extra=True, rules=[{"minProperties": 1}])
     name: Annotated[Any, Doc(name_field(100))] = None
     trigger: Annotated[Any, Doc(TRIGGER)] = None
-    steps: Annotated[Any, Doc(STEPS)] = None
+    steps: Steps = Field(None, description=STEPS_DESCRIPTION)
     allow_reentry: Annotated[Any, Doc({"type": "boolean"})] = None
     time_zone: Annotated[Any, Doc(ZONES)] = None
+
+    @field_serializer("steps")
+    def _steps_as_sent(self, value: Any) -> Any:
+        return value
 
 
 class EnrolBody(BaseModel):

@@ -254,10 +254,19 @@ _REF = re.compile(re.escape(REF_PREFIX))
 
 def _rewrite_refs(value: Any) -> Any:
     if isinstance(value, dict):
-        return {
-            k: (_REF.sub("#/$defs/", v) if k == "$ref" and isinstance(v, str) else _rewrite_refs(v))
-            for k, v in value.items()
-        }
+        rewritten: dict[str, Any] = {}
+        for k, v in value.items():
+            if k == "$ref" and isinstance(v, str):
+                rewritten[k] = _REF.sub("#/$defs/", v)
+            elif (
+                k == "discriminator" and isinstance(v, dict) and isinstance(v.get("mapping"), dict)
+            ):
+                # OpenAPI's discriminator names each schema by its reference too.
+                mapping = {name: _REF.sub("#/$defs/", ref) for name, ref in v["mapping"].items()}
+                rewritten[k] = {**v, "mapping": mapping}
+            else:
+                rewritten[k] = _rewrite_refs(v)
+        return rewritten
     if isinstance(value, list):
         return [_rewrite_refs(v) for v in value]
     return value

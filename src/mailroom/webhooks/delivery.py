@@ -144,7 +144,10 @@ class DeliveryWorker:
         if started:
             return started
         if not self.tasks:
-            return recorded  # nothing held: the loop sleeps its poll interval when 0
+            # Nothing running. Requests that ended while the exchange was writing left their
+            # outcomes (and their lanes room): go again at once to record them and claim
+            # more; only a tick with nothing at all to do lets the loop sleep.
+            return recorded + len(self.outcomes) + len(self.expired)
         # Requests are running: wake when a lane runs low (while more is due) or outcomes
         # pile up, and record at least every RECORD_EVERY.
         self.wanted.clear()

@@ -99,6 +99,50 @@ async def test_contact_status_filter_is_one_of_the_statuses_or_absent(client, ws
         assert "one@example.com" in ok.text
 
 
+async def test_an_empty_choice_is_refused_where_an_enum_is_published(client, ws):
+    """An empty sort, direction, member status or suppression reason is not one of the
+    published values: refused, never read as "the default"."""
+    document = await _document(client)
+    made = await client.post("/api/v1/lists", json={"name": "News"}, headers=ws.headers)
+    list_path = f"/api/v1/lists/{made.json()['list']['id']}/contacts"
+    cases = [
+        (
+            "/api/v1/contacts",
+            "/api/v1/contacts",
+            "sort",
+            "sort must be one of created, name, email, status",
+        ),
+        ("/api/v1/contacts", "/api/v1/contacts", "dir", "dir must be one of asc, desc"),
+        (
+            "/api/v1/lists/{id}/contacts",
+            list_path,
+            "status",
+            "status must be one of confirmed, unconfirmed",
+        ),
+        (
+            "/api/v1/suppressions/list",
+            "/api/v1/suppressions/list",
+            "reason",
+            "reason must be one of unsubscribed, bounced, complained, deleted",
+        ),
+        (
+            "/api/v1/suppressions/export",
+            "/api/v1/suppressions/export",
+            "reason",
+            "reason must be one of unsubscribed, bounced, complained, deleted",
+        ),
+    ]
+    for documented, path, name, message in cases:
+        schema = _parameter(document, "get", documented, name)
+        assert not _admits(document, schema, "")
+        response = await client.get(path, params={name: ""}, headers=ws.headers)
+        assert (response.status_code, response.json()) == (400, {"error": message}), (path, name)
+        chosen = schema["enum"][0]
+        assert _admits(document, schema, chosen)
+        accepted = await client.get(path, params={name: chosen}, headers=ws.headers)
+        assert accepted.status_code == 200, (path, name)
+
+
 async def test_bulk_filter_keys_as_the_list_query_and_null_as_absent(client, ws):
     document = await _document(client)
     schema = _body(document, "post", "/api/v1/contacts/bulk")
@@ -151,6 +195,29 @@ async def test_template_preview_of_an_empty_contact_id_uses_sample_values(client
     )
     assert refused.status_code == 400
     assert refused.json() == {"error": "contact_id must be a string"}
+
+
+async def test_segment_activity_takes_null_as_any_campaign_and_any_time(client, ws):
+    document = await _document(client)
+    schema = _body(document, "post", "/api/v1/segments/preview")
+    await create(client, ws.headers, "reader@example.com")
+    value = {"campaign_id": None, "within_days": None}
+    body = {"rules": {"conditions": [{"field": "activity", "op": "not_opened", "value": value}]}}
+    assert _admits(document, schema, body)
+    response = await client.post("/api/v1/segments/preview", json=body, headers=ws.headers)
+    assert response.status_code == 200
+    # The same as no value at all.
+    plain = {"rules": {"conditions": [{"field": "activity", "op": "not_opened"}]}}
+    same = await client.post("/api/v1/segments/preview", json=plain, headers=ws.headers)
+    assert response.json() == same.json()
+    empty = {
+        "rules": {
+            "conditions": [{"field": "activity", "op": "opened", "value": {"campaign_id": ""}}]
+        }
+    }
+    assert not _admits(document, schema, empty)
+    refused = await client.post("/api/v1/segments/preview", json=empty, headers=ws.headers)
+    assert refused.status_code == 400
 
 
 async def test_empty_audit_log_cursor_is_refused_as_the_schema_says(client, ws):

@@ -134,11 +134,12 @@ def conditions(
 
 
 def order_by(sort: str | None, direction: str | None) -> list[Any]:
-    sort = sort or "created"
-    if sort not in SORTS:
+    # Absent means the default; an empty value is refused, as the published enums say.
+    if sort is not None and sort not in SORTS:
         raise ApiError(400, f"sort must be one of {', '.join(SORTS)}")
-    if direction not in (None, "", "asc", "desc"):
+    if direction not in (None, "asc", "desc"):
         raise ApiError(400, "dir must be one of asc, desc")
+    sort = sort or "created"
     descending = (direction or ("desc" if sort == "created" else "asc")) == "desc"
     ties = [Contact.created_at.desc(), Contact.id.desc()]
     if sort == "created":

@@ -219,7 +219,7 @@ async def list_members(
     ctx: Context, list_id: str, page: PageParams, status: str | None
 ) -> tuple[list[dict[str, Any]], int]:
     mailing_list = await get_list(ctx, list_id)
-    if status not in (None, "", "confirmed", "unconfirmed"):
+    if status not in (None, "confirmed", "unconfirmed"):  # "" too, as the published enum
         raise ApiError(400, "status must be one of confirmed, unconfirmed")
     where = [ListMember.list_id == mailing_list.id]
     if status:

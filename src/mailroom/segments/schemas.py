@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from mailroom.contacts.schemas import ContactOut
-from mailroom.core.loose import Doc, body_config, name_field, text
+from mailroom.core.loose import Doc, body_config, name_field, nullable, text
 from mailroom.core.pagination import Pagination
 from mailroom.custom_fields.values import MAX_INT
 from mailroom.models import CONTACT_STATUSES
@@ -79,7 +79,8 @@ ACTIVITY_VALUE = {
         {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"campaign_id": ID, "within_days": DAYS},
+            # Either given as null is not given, as the rule reader takes it.
+            "properties": {"campaign_id": nullable(ID), "within_days": nullable(DAYS)},
         },
     ],
     "description": "Optional: only messages of this campaign, sent in the last `within_days`.",

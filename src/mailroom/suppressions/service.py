@@ -243,7 +243,7 @@ def is_liftable(row: Suppression) -> bool:
 
 
 def parse_reason_filter(reason: str | None) -> str | None:
-    if reason in (None, ""):
+    if reason is None:  # an empty one is refused, as the published enum says
         return None
     if reason not in REASONS:
         raise ApiError(400, f"reason must be one of {', '.join(REASONS)}")

@@ -16,8 +16,6 @@ import os
 import secrets
 import signal
 import socket
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +25,7 @@ from mailroom.accounts import service as accounts_service
 from mailroom.audit import service as audit_service
 from mailroom.automations import anniversaries
 from mailroom.automations import runner as automation_runner
+from mailroom.background import Loop, WorkerContext
 from mailroom.campaigns import actions as campaign_actions
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -44,21 +43,6 @@ from mailroom.webhooks import log as webhook_log
 from mailroom.webhooks.delivery import DeliveryWorker
 
 log = logging.getLogger("mailroom.worker")
-
-
-@dataclass(frozen=True)
-class WorkerContext:
-    db: Database
-    settings: Settings
-    worker_id: str
-
-
-@dataclass(frozen=True)
-class Loop:
-    name: str
-    tick: Callable[[WorkerContext], Awaitable[int]]  # returns how much work it did
-    idle_seconds: float  # pause after a tick that did nothing
-    close: Callable[[WorkerContext], Awaitable[None]] | None = None  # after the last tick
 
 
 async def _jobs(ctx: WorkerContext) -> int:

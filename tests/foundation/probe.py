@@ -8,8 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from mailroom.core.auth import Principal, require
+from mailroom.core.auth import Principal
 from mailroom.core.errors import ApiError
+from mailroom.core.route_auth import require
 from mailroom.models import Job
 from mailroom.web.deps import Session, set_audit_target
 

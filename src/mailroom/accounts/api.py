@@ -5,8 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 
 from mailroom.accounts.schemas import PlanLimits, SendingHealth, WhoAmI
-from mailroom.core.auth import PERMISSIONS, Principal, authenticated
+from mailroom.core.auth import PERMISSIONS, Principal
 from mailroom.core.context import Context
+from mailroom.core.route_auth import authenticated
 from mailroom.sending import service as sending
 from mailroom.web.deps import Session, get_settings_dep
 

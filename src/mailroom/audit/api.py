@@ -6,8 +6,9 @@ from fastapi import APIRouter, Query
 
 from mailroom.audit import service
 from mailroom.audit.schemas import AuditEntryOut, AuditLogPage
-from mailroom.core.auth import Principal, require
+from mailroom.core.auth import Principal
 from mailroom.core.loose import Doc, text
+from mailroom.core.route_auth import require
 from mailroom.web.deps import Session
 from mailroom.web.openapi import errors
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import exists, select
 
 from mailroom.automations import steps as shape
+from mailroom.background import WorkerContext
 from mailroom.contacts import service as contacts
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -36,9 +37,6 @@ from mailroom.sending import service as sending
 from mailroom.sending import transactional
 from mailroom.sending.outcomes import Contexts
 from mailroom.tags import service as tags
-
-if TYPE_CHECKING:
-    from mailroom.worker import WorkerContext
 
 log = logging.getLogger("mailroom.automations")
 

@@ -35,7 +35,7 @@ from mailroom.db import Database, chunks
 from mailroom.events import service as events
 from mailroom.models import Contact, DeliveryReport, SendLog
 from mailroom.pages import service as unsubscribe_page
-from mailroom.sending import health
+from mailroom.sending import service as sending
 from mailroom.sending.addresses import BOUNCE, MAIL_UNSUBSCRIBE
 from mailroom.sending.outcomes import Contexts, contacts_blocked, message_data_of
 from mailroom.settings import Settings
@@ -186,7 +186,7 @@ async def act(db: Database, settings: Settings, mails: list[Inbound]) -> list[st
         )
         hurt = await _blocked(session, contexts, acted, now)
         for workspace_id in sorted(hurt):
-            await health.check(await contexts(workspace_id))
+            await sending.check_health(await contexts(workspace_id))
         for i, a in by_mail.items():
             words[i] = a.word or a.outcome.kind  # a soft bounce may have become hard
         return words

@@ -13,7 +13,6 @@ import re
 import secrets
 import string
 from dataclasses import dataclass
-from typing import Any
 
 from mailroom.core.errors import ApiError
 from mailroom.core.plans import Plan
@@ -133,17 +132,3 @@ class Principal:
     def check_admin(self) -> None:
         if not self.is_admin:
             raise ApiError(403, "Forbidden: workspace admin role required")
-
-
-def authenticated() -> Any:
-    """Route dependency for operations any valid key may call (see `core.route_auth`)."""
-    from mailroom.core import route_auth  # FastAPI only where routes are built
-
-    return route_auth.authenticated()
-
-
-def require(permission: str, *, admin: bool = False) -> Any:
-    """Route dependency: the caller's principal, refused with 403 without `permission`."""
-    from mailroom.core import route_auth  # FastAPI only where routes are built
-
-    return route_auth.require(permission, admin=admin)

@@ -1,8 +1,7 @@
 """The FastAPI side of `core.auth`: the x-api-key security scheme and the route dependencies.
 
 Kept apart so that `core.auth` (imported by every service, and so by every `mailroom`
-command) does not import FastAPI; `core.auth.require()` and `authenticated()` load this module
-when a router is built.
+command) does not import FastAPI: only routers import this module.
 """
 
 from __future__ import annotations

@@ -33,10 +33,11 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import ColumnElement, select, update
 
+from mailroom.background import WorkerContext
 from mailroom.core.clock import utcnow
 from mailroom.core.emails import email_domain, email_hash
 from mailroom.core.plans import get_plan
@@ -58,9 +59,6 @@ from mailroom.sending.messages import outbox_dir, recipient_for, signer_spec
 from mailroom.sending.outcomes import Claimed, Outcome
 from mailroom.sending.transport import Delivery, Transport, transport_for
 from mailroom.settings import Settings
-
-if TYPE_CHECKING:
-    from mailroom.worker import WorkerContext
 
 log = logging.getLogger("mailroom.sending")
 

@@ -23,7 +23,8 @@ from mailroom.core.context import Context
 from mailroom.db import chunks
 from mailroom.events import service as events
 from mailroom.models import Campaign, Contact, SendLog
-from mailroom.sending import health, limits
+from mailroom.sending import limits
+from mailroom.sending import service as sending
 from mailroom.settings import Settings
 from mailroom.suppressions import service as suppressions
 from mailroom.webhooks import fanout
@@ -261,7 +262,7 @@ async def record(session: AsyncSession, settings: Settings, outcomes: list[Outco
         elif outcome.state == "bounced":
             await hard_bounce(await contexts(outcome.row.workspace_id), outcome)
     for workspace_id in sorted({o.row.workspace_id for o in outcomes if o.state == "bounced"}):
-        await health.check(await contexts(workspace_id))
+        await sending.check_health(await contexts(workspace_id))
     for campaign_id, workspace_id in sorted(
         {(o.row.campaign_id, o.row.workspace_id) for o in outcomes if o.row.campaign_id}
     ):

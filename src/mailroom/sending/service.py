@@ -275,3 +275,39 @@ async def check_sender(ctx: Context, from_email: str) -> None:
             f"workspace. Add it with POST /api/v1/domains, publish its DNS records, then "
             "POST /api/v1/domains/{id}/verify.",
         )
+
+
+async def check_health(ctx: Context) -> None:
+    """After a hard bounce or a complaint: warn or pause when the rates call for it."""
+    row = await settings_of(ctx, for_update=True)
+    found = await health.rates(ctx, row)
+    settings = ctx.settings
+    if found["messages_in_window"] < settings.health_min_messages:
+        return
+    bounce, complaint = found["bounce_rate"], found["complaint_rate"]
+    if complaint > settings.health_pause_complaint_rate:
+        await pause(ctx, by="health", reason="complaint_rate", rates=health.shown(found))
+        return
+    if bounce > settings.health_pause_bounce_rate:
+        await pause(ctx, by="health", reason="bounce_rate", rates=health.shown(found))
+        return
+    warn = (
+        bounce > settings.health_warn_bounce_rate or complaint > settings.health_warn_complaint_rate
+    )
+    now = utcnow()
+    if not warn or (row.health_warned_at and now - row.health_warned_at < health.WARN_EVERY):
+        return
+    row.health_warned_at = now
+    name = await workspace_name(ctx)
+    await events.emit(
+        ctx,
+        "workspace.health_warning",
+        {
+            "workspace": {"id": ctx.workspace_id, "name": name},
+            "reason": "complaint_rate"
+            if complaint > settings.health_warn_complaint_rate
+            else "bounce_rate",
+            **health.shown(found),
+            "at": events.iso(now),
+        },
+    )

@@ -6,11 +6,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from mailroom.core.auth import Principal, require
+from mailroom.core.auth import Principal
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.loose import Doc, choice
 from mailroom.core.pagination import Pagination
+from mailroom.core.route_auth import require
 from mailroom.suppressions import exporter, importer, service
 from mailroom.suppressions.schemas import (
     EMAIL,

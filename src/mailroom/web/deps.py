@@ -10,10 +10,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.audit import service as audit_service
-from mailroom.core.auth import Principal, require
+from mailroom.core.auth import Principal
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
+from mailroom.core.route_auth import require
 from mailroom.db import Database
 from mailroom.settings import Settings
 from mailroom.web import idempotency

@@ -28,11 +28,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 from sqlalchemy import bindparam, select, update
 
+from mailroom.background import WorkerContext
 from mailroom.core import urlguard
 from mailroom.core.clock import utcnow
 from mailroom.db import Database, claim_due
@@ -40,9 +41,6 @@ from mailroom.models import Event, WebhookDelivery, WebhookEndpoint, Workspace
 from mailroom.settings import Settings
 from mailroom.webhooks import client
 from mailroom.webhooks.envelope import request_for
-
-if TYPE_CHECKING:
-    from mailroom.worker import WorkerContext
 
 log = logging.getLogger("mailroom.webhooks")
 

@@ -1,0 +1,1 @@
+"""Campaigns: the resource (on `named.Named`), its audience, actions and report."""

@@ -196,6 +196,26 @@ async def test_huge_integer_is_not_a_server_error(app, client, ws, mode):
         assert (await stored(client, ws.headers, contact_id))["n"] == int("9" * 400)
 
 
+@MODES
+@pytest.mark.parametrize("literal", ["1e20", "-9007199254740994.0", "1.7e308"])
+async def test_numbers_past_the_published_bound_refused(app, client, ws, mode, literal):
+    """The document bounds a number at +-2**53 (past it no double is exact, and every one is
+    a whole number): a float beyond is refused as an integer beyond is, not stored."""
+    response, contact_id = await raw_write(app, ws, mode, literal)
+    assert response.status_code == 400, response.text
+    assert response.json() == {"error": SHAPE.format(key="n")}
+    if contact_id is None:
+        assert (await client.get(CONTACTS, headers=ws.headers)).json()["contacts"] == []
+    else:
+        assert await stored(client, ws.headers, contact_id) == {"a": 1}
+
+
+@MODES
+async def test_numbers_at_the_published_bound_kept(client, ws, mode):
+    values = {"top": 2**53, "bottom": -(2**53), "float": 9007199254740992.0}
+    await assert_stored(client, ws, mode, values, values)
+
+
 async def test_nulls_dropped_on_create(client, ws):
     contact = await new_contact(
         client, ws.headers, "a@example.com", custom_fields={"kept": "x", "gone": None}

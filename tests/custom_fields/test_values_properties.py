@@ -19,6 +19,10 @@ FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 dates = st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31))
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
 safe_ints = st.integers(min_value=-(2**53), max_value=2**53)
+# The numbers a value may be (the document's bound: past 2**53 no double is exact).
+safe_floats = st.floats(
+    allow_nan=False, allow_infinity=False, min_value=-(2.0**53), max_value=2.0**53
+)
 
 
 def impossible_date(year: int, month: int, day: int) -> bool:
@@ -97,7 +101,7 @@ def test_date_type_coerces_every_form_to_the_same_value(d):
 
 
 @FAST
-@given(st.one_of(safe_ints, finite_floats))
+@given(st.one_of(safe_ints, safe_floats))
 def test_parse_number_keeps_finite_numbers(x):
     result = v.parse_number(x)
     assert result == x
@@ -113,7 +117,7 @@ def test_parse_number_round_trips_integer_strings(n):
 
 
 @FAST
-@given(finite_floats)
+@given(safe_floats)
 def test_parse_number_round_trips_float_strings(x):
     result = v.parse_number(repr(x))
     assert isinstance(result, int | float) and not isinstance(result, bool)
@@ -121,9 +125,18 @@ def test_parse_number_round_trips_float_strings(x):
 
 
 @FAST
-@given(finite_floats, st.sampled_from(["", " ", "  "]))
+@given(safe_floats, st.sampled_from(["", " ", "  "]))
 def test_parse_number_ignores_surrounding_spaces(x, pad):
     assert v.parse_number(f"{pad}{x!r}{pad}") == x
+
+
+@FAST
+@given(st.floats(min_value=2.0**53, exclude_min=True, allow_infinity=False), st.booleans())
+def test_numbers_past_two_to_the_53_are_refused(x, negative):
+    value = -x if negative else x
+    assert not v.is_number(value)
+    assert v.parse_number(value) is None
+    assert v.parse_number(repr(value)) is None
 
 
 @FAST
@@ -222,7 +235,7 @@ def test_text_type_takes_any_scalar_unchanged(value):
 # ---------------------------------------------------------------- shape rules
 
 
-scalar = st.one_of(st.text(max_size=200), safe_ints, finite_floats, st.booleans())
+scalar = st.one_of(st.text(max_size=200), safe_ints, safe_floats, st.booleans())
 keys = st.text(min_size=1, max_size=64).filter(lambda k: k not in v.RESERVED_KEYS)
 
 

@@ -33,7 +33,8 @@ class Clear:
 CLEAR = Clear()
 
 
-# Integers beyond what a double holds exactly are refused: no client sends them on purpose.
+# Numbers beyond what a double holds exactly as an integer are refused (as the published
+# schema says): no client sends them on purpose, and past it every double is a whole number.
 MAX_INT = 2**53
 
 
@@ -42,7 +43,7 @@ def is_number(value: Any) -> bool:
         return False
     if isinstance(value, int):
         return abs(value) <= MAX_INT
-    return isinstance(value, float) and math.isfinite(value)
+    return isinstance(value, float) and math.isfinite(value) and abs(value) <= MAX_INT
 
 
 def is_scalar(value: Any) -> bool:
@@ -97,7 +98,7 @@ def parse_number(value: Any) -> int | float | None:
         return value if is_number(value) else None
     if isinstance(value, str) and _NUMBER.match(value.strip()):
         number = float(value.strip())
-        if not math.isfinite(number):
+        if not is_number(number):
             return None
         return (
             int(number)

@@ -14,6 +14,8 @@ from starlette.routing import Route
 
 from mailroom import API_VERSION
 from mailroom.accounts.api import router as account_router
+from mailroom.assistants.api import router as assistants_router
+from mailroom.assistants.oauth import build_routes as oauth_routes
 from mailroom.audit.api import router as audit_router
 from mailroom.automations.api import router as automations_router
 from mailroom.campaigns.api import router as campaigns_router
@@ -21,6 +23,7 @@ from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.automation_pages import router as dashboard_automations_router
 from mailroom.dashboard.campaign_pages import router as dashboard_campaigns_router
+from mailroom.dashboard.consent_pages import router as dashboard_consent_router
 from mailroom.dashboard.contact_pages import router as dashboard_contacts_router
 from mailroom.dashboard.field_pages import router as dashboard_fields_router
 from mailroom.dashboard.form_pages import router as dashboard_forms_router
@@ -91,6 +94,7 @@ DASHBOARD_ROUTERS = [
     dashboard_sending_router,
     dashboard_webhooks_router,
     dashboard_suppressions_router,
+    dashboard_consent_router,
 ]
 
 ROUTERS = [
@@ -104,6 +108,7 @@ ROUTERS = [
     system_router,
     account_router,
     audit_router,
+    assistants_router,
     contacts_router,
     tags_router,
     lists_router,
@@ -187,6 +192,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     # Agents: the same operations as MCP tools (not an OpenAPI operation itself).
     app.state.mcp = McpHttpEndpoint(app, settings.public_url)
     app.router.routes.append(Route(MCP_PATH, app.state.mcp, methods=["GET", "POST", "DELETE"]))
+    # OAuth for MCP clients: metadata, authorize, token, register, revoke (assistants.oauth).
+    app.router.routes.extend(oauth_routes(db, settings))
 
     def openapi() -> dict[str, Any]:
         return build_openapi(app)

@@ -11,6 +11,7 @@ class AuditEntryOut(BaseModel):
     id: str
     key_id: str | None
     person_id: str | None
+    assistant_id: str | None
     operation: str
     method: str
     path: str

@@ -30,6 +30,7 @@ def new_entry(
         workspace_id=principal.workspace_id,
         key_id=principal.key_id,
         person_id=principal.person_id,
+        assistant_id=principal.assistant_id,
         operation=operation[:100],
         method=method,
         path=path[:500],
@@ -70,6 +71,7 @@ class AuditFilter:
 
     person_id: str | None = None
     key_id: str | None = None
+    assistant_id: str | None = None
     operation: str | None = None
     since: datetime | None = None
     before: datetime | None = None
@@ -89,6 +91,7 @@ async def list_entries(
         for column, value in (
             (AuditEntry.person_id, only.person_id),
             (AuditEntry.key_id, only.key_id),
+            (AuditEntry.assistant_id, only.assistant_id),
             (AuditEntry.operation, only.operation),
         ):
             if value:

@@ -105,7 +105,9 @@ def key_matches(key: str, stored_hash: str) -> bool:
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller bound to one workspace: an API key now, a person later."""
+    """An authenticated caller bound to one workspace: an API key, a person in the dashboard,
+    or an assistant (an agent a person or an admin key connected; `person_id` is then the
+    person it acts for)."""
 
     workspace_id: str
     account_id: str
@@ -114,6 +116,9 @@ class Principal:
     key_id: str | None = None
     person_id: str | None = None
     role: str | None = None  # admin | member, for people
+    assistant_id: str | None = None
+    # An assistant whose audience sends wait for an admin's approval.
+    approval_required: bool = False
 
     @property
     def is_admin(self) -> bool:

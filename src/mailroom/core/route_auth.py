@@ -1,4 +1,5 @@
-"""The FastAPI side of `core.auth`: the x-api-key security scheme and the route dependencies.
+"""The FastAPI side of `core.auth`: the security schemes (an `x-api-key`, or an assistant's
+bearer token) and the route dependencies.
 
 Kept apart so that `core.auth` (imported by every service, and so by every `mailroom`
 command) does not import FastAPI: only routers import this module.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Depends, Request, Security
-from fastapi.security import APIKeyHeader
+from fastapi.security import APIKeyHeader, HTTPBearer
 
 from mailroom.core.auth import PERMISSIONS, UNAUTHORIZED, Principal
 from mailroom.core.errors import ApiError
@@ -19,6 +20,13 @@ api_key_header = APIKeyHeader(
     auto_error=False,
     scheme_name="ApiKey",
     description="Workspace API key, `mr_live_<8 lookup chars>_<32 chars>`.",
+)
+# Either scheme authenticates (OpenAPI lists them as alternatives); the middleware checked it.
+assistant_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="AssistantToken",
+    description="An assistant's access token (`mr_at_...`), from OAuth at `/oauth/token` or "
+    "a one-use grant's exchange; it lives an hour.",
 )
 
 
@@ -33,7 +41,9 @@ def authenticated() -> Any:
     """Route dependency for operations any valid key may call."""
 
     async def dependency(
-        request: Request, _key: str | None = Security(api_key_header)
+        request: Request,
+        _key: str | None = Security(api_key_header),
+        _token: Any = Security(assistant_bearer),
     ) -> Principal:
         return current_principal(request)
 
@@ -46,7 +56,9 @@ def require(permission: str, *, admin: bool = False) -> Any:
         raise ValueError(f"unknown permission {permission}")
 
     async def dependency(
-        request: Request, _key: str | None = Security(api_key_header)
+        request: Request,
+        _key: str | None = Security(api_key_header),
+        _token: Any = Security(assistant_bearer),
     ) -> Principal:
         principal = current_principal(request)
         principal.check(permission)

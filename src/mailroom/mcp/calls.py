@@ -50,7 +50,10 @@ def _query_value(value: Any) -> Any:
 
 
 def build_request(
-    client: httpx.AsyncClient, op: Operation, arguments: dict[str, Any], api_key: str
+    client: httpx.AsyncClient,
+    op: Operation,
+    arguments: dict[str, Any],
+    credentials: dict[str, str],
 ) -> httpx.Request:
     args = dict(arguments)
     path = op.path
@@ -66,7 +69,7 @@ def build_request(
     params = {
         name: _query_value(args.pop(name)) for name in op.query_params if args.get(name) is not None
     }
-    headers = {"x-api-key": api_key, "user-agent": "mailroom-mcp"}
+    headers = {**credentials, "user-agent": "mailroom-mcp"}
 
     file_text = args.pop(FILE_TEXT, None) if op.file_fields else None
     file_b64 = args.pop(FILE_BASE64, None) if op.file_fields else None
@@ -139,10 +142,14 @@ def to_result(response: httpx.Response) -> types.CallToolResult:
 
 
 async def call_tool(
-    client: httpx.AsyncClient, op: Operation, arguments: dict[str, Any] | None, api_key: str
+    client: httpx.AsyncClient,
+    op: Operation,
+    arguments: dict[str, Any] | None,
+    credentials: dict[str, str],
 ) -> types.CallToolResult:
+    """`credentials`: the caller's own credential header (`x-api-key` or `authorization`)."""
     try:
-        request = build_request(client, op, arguments or {}, api_key)
+        request = build_request(client, op, arguments or {}, credentials)
     except ArgumentError as problem:
         return tool_error(str(problem))
     response = await client.send(request)

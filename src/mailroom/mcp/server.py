@@ -1,8 +1,10 @@
 """The MCP server: the generated tools over streamable HTTP (mounted at /mcp) and over stdio.
 
-HTTP: each request must carry a valid `x-api-key` (401 otherwise, listing tools included); a tool
-call runs with that key and no other. Stdio (`mailroom mcp`): the key comes from
-`MAILROOM_API_KEY`, for desktop agent clients that start the server as a child process.
+HTTP: each request must carry a valid `x-api-key` or an assistant's `Authorization: Bearer`
+token (401 otherwise, listing tools included, with the OAuth discovery hint an MCP client
+follows to connect); a tool call runs with that credential and no other. Stdio (`mailroom mcp`):
+the key comes from `MAILROOM_API_KEY`, for desktop agent clients that start the server as a
+child process.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from starlette.types import Receive, Scope, Send
 
 from mailroom import __version__
 from mailroom.core.auth import UNAUTHORIZED
+from mailroom.core.errors import ApiError
 from mailroom.db import Database
 from mailroom.mcp.calls import call_tool, tool_error
 from mailroom.mcp.tools import Operation, build_operations
-from mailroom.web.middleware import check_key
+from mailroom.web.middleware import authenticate, check_key
 
 log = logging.getLogger("mailroom.mcp")
 
@@ -37,15 +40,22 @@ MCP_PATH = "/mcp"
 # Names every group (OpenAPI tag) of the tools, so an agent knows what it can do before listing
 # them: tests/mcp/test_mcp_instructions.py checks it against the app's tool set.
 INSTRUCTIONS = """\
-Mailroom's API as tools, for one workspace (the one your API key belongs to): contacts (import,
-export, bulk actions), tags, lists, segments, custom fields, suppressions, templates, campaigns
-(send, schedule, test, report), sending (transactional send, the sender identity, pause and
-resume), automations, signup forms, media (hosted images), webhooks, sending domains, the
-account and its audit log. Each tool is one API operation and answers its JSON; errors come
-back as the API's {"error": ...} text. Writes count toward the plan's hourly write limit.
+Mailroom's API as tools, for one workspace (the one your API key or assistant connection
+belongs to): contacts (import, export, bulk actions), tags, lists, segments, custom fields,
+suppressions, templates, campaigns (send, schedule, test, report), sending (transactional send,
+the sender identity, pause and resume), automations, signup forms, media (hosted images),
+webhooks, sending domains, connected assistants, the account and its audit log. Each tool is
+one API operation and answers its JSON; errors come back as the API's {"error": ...} text.
+Writes count toward the plan's hourly write limit. When you are connected as an assistant
+whose sends need approval, sending or scheduling a campaign answers status
+"awaiting_approval": a workspace admin approves it in the dashboard before anything is mailed.
 """
 
-KeyOf = Callable[[ServerRequestContext[Any, Any]], str | None]
+# The headers that carry a request's credential (`x-api-key`, or `authorization`), forwarded
+# as they came to the in-process API call a tool makes.
+Credentials = dict[str, str]
+CredentialsOf = Callable[[ServerRequestContext[Any, Any]], Credentials | None]
+CREDENTIAL_HEADERS = ("x-api-key", "authorization")
 
 
 class ToolBridge:
@@ -71,20 +81,20 @@ class ToolBridge:
         return [op.tool for op in self.operations.values() if op.tool is not None]
 
     async def call(
-        self, name: str, arguments: dict[str, Any] | None, api_key: str | None
+        self, name: str, arguments: dict[str, Any] | None, credentials: Credentials | None
     ) -> types.CallToolResult:
         op = self.operations.get(name)
         if op is None:
             return tool_error(f"Unknown tool: {name}")
-        if not api_key:
+        if not credentials:
             return tool_error(UNAUTHORIZED)
-        return await call_tool(self.client, op, arguments, api_key)
+        return await call_tool(self.client, op, arguments, credentials)
 
     async def aclose(self) -> None:
         await self.client.aclose()
 
 
-def build_server(bridge: ToolBridge, key_of: KeyOf) -> Server[Any]:
+def build_server(bridge: ToolBridge, credentials_of: CredentialsOf) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -93,7 +103,7 @@ def build_server(bridge: ToolBridge, key_of: KeyOf) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await bridge.call(params.name, params.arguments, key_of(ctx))
+        return await bridge.call(params.name, params.arguments, credentials_of(ctx))
 
     return Server(
         "mailroom",
@@ -105,11 +115,22 @@ def build_server(bridge: ToolBridge, key_of: KeyOf) -> Server[Any]:
     )
 
 
-def _header_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """Only the key this HTTP request carried: never a default one."""
-    request = ctx.request
-    headers = getattr(request, "headers", None)
-    return headers.get("x-api-key") if headers is not None else None
+def _request_credentials(ctx: ServerRequestContext[Any, Any]) -> Credentials | None:
+    """Only the credential this HTTP request carried: never a default one (a key wins over a
+    token, as in the API's own check)."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return None
+    for name in CREDENTIAL_HEADERS:
+        value = headers.get(name)
+        if value:
+            return {name: value}
+    return None
+
+
+def resource_metadata_url(public_url: str) -> str:
+    """RFC 9728: where a client learns how to get a token for /mcp."""
+    return f"{public_url.rstrip('/')}/.well-known/oauth-protected-resource{MCP_PATH}"
 
 
 def transport_security(public_url: str) -> TransportSecuritySettings:
@@ -132,7 +153,8 @@ class McpHttpEndpoint:
 
     def __init__(self, app: FastAPI, public_url: str) -> None:
         self.bridge = ToolBridge(app)
-        self.server = build_server(self.bridge, _header_key)
+        self.server = build_server(self.bridge, _request_credentials)
+        self.challenge = f'Bearer resource_metadata="{resource_metadata_url(public_url)}"'
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
@@ -150,9 +172,19 @@ class McpHttpEndpoint:
                 await self.bridge.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        check = await check_key(scope["app"].state.db, Headers(scope=scope).get("x-api-key"))
+        try:
+            check = await authenticate(scope["app"].state.db, Headers(scope=scope))
+        except ApiError as busy:
+            await JSONResponse(busy.body(), busy.status, headers=busy.headers or None)(
+                scope, receive, send
+            )
+            return
         if check is None:
-            await JSONResponse({"error": UNAUTHORIZED}, status_code=401)(scope, receive, send)
+            # The hint an MCP client follows to connect by OAuth (MCP authorization, RFC 9728).
+            headers = {"WWW-Authenticate": self.challenge}
+            await JSONResponse({"error": UNAUTHORIZED}, status_code=401, headers=headers)(
+                scope, receive, send
+            )
             return
         if scope["method"] != "POST":
             # Stateless with JSON answers: no session to end (DELETE) and nothing the server
@@ -169,7 +201,7 @@ async def serve_stdio(app: FastAPI, api_key: str) -> None:
     from mcp.server.stdio import stdio_server
 
     bridge = ToolBridge(app)
-    server = build_server(bridge, lambda _ctx: api_key)
+    server = build_server(bridge, lambda _ctx: {"x-api-key": api_key})
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -10,6 +10,15 @@ from mailroom.models.accounts import (
     Workspace,
     WorkspaceMember,
 )
+from mailroom.models.assistants import (
+    ASSISTANT_KINDS,
+    Assistant,
+    AssistantGrant,
+    AssistantToken,
+    OAuthClient,
+    OAuthCode,
+    OAuthRequest,
+)
 from mailroom.models.audit import AuditEntry
 from mailroom.models.automations import (
     AUTOMATION_STATUSES,
@@ -53,6 +62,7 @@ from mailroom.models.webhooks import WebhookDelivery, WebhookEndpoint
 from mailroom.models.workers import WorkerProcess
 
 __all__ = [
+    "ASSISTANT_KINDS",
     "AUTOMATION_STATUSES",
     "CAMPAIGN_STATUSES",
     "CONTACT_STATUSES",
@@ -69,6 +79,9 @@ __all__ = [
     "SUBMISSION_STATES",
     "Account",
     "ApiKey",
+    "Assistant",
+    "AssistantGrant",
+    "AssistantToken",
     "AuditEntry",
     "Automation",
     "AutomationRun",
@@ -89,6 +102,9 @@ __all__ = [
     "ListMember",
     "MailingList",
     "MediaFile",
+    "OAuthClient",
+    "OAuthCode",
+    "OAuthRequest",
     "Person",
     "RateLimitHit",
     "Segment",

@@ -12,7 +12,7 @@ from mailroom.db import Base
 
 
 class AuditEntry(Base):
-    """One authenticated write: who (key or person), what (operation, target), outcome (status).
+    """One authenticated write: who (key, person or assistant), what (operation, target), outcome (status).
 
     No foreign keys: the trail must outlive the keys and rows it names.
     """
@@ -27,6 +27,8 @@ class AuditEntry(Base):
     workspace_id: Mapped[str] = mapped_column(String(36))
     key_id: Mapped[str | None] = mapped_column(String(36), default=None)
     person_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    # An assistant's call: `person_id` is the person who connected it (on whose behalf).
+    assistant_id: Mapped[str | None] = mapped_column(String(36), default=None)
     operation: Mapped[str] = mapped_column(String(100))
     method: Mapped[str] = mapped_column(String(10))
     path: Mapped[str] = mapped_column(String(500))

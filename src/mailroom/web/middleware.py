@@ -1,5 +1,6 @@
-"""Key authentication, the hourly write limit and the audit of writes, for every
-`/api/v1` request, before routing or body parsing (so a bad key is 401 whatever the body).
+"""Key (or assistant token) authentication, the hourly write limit and the audit of writes,
+for every `/api/v1` request, before routing or body parsing (so a bad key is 401 whatever the
+body).
 
 A key's `last_used_at` is recorded after the response has been sent, at most once a minute per
 key, and skipped when the database's one write connection (SQLite) is busy: a read never waits
@@ -10,14 +11,17 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.pool import QueuePool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailroom.accounts import service as accounts_service
+from mailroom.assistants import service as assistants_service
 from mailroom.audit import service as audit_service
 from mailroom.core.auth import UNAUTHORIZED, Principal
 from mailroom.core.errors import ApiError
@@ -52,31 +56,64 @@ async def check_key(db: Database, key: str | None) -> accounts_service.KeyCheck 
         raise server_busy() from None
 
 
-# Keys whose last_used_at is being written, per database: one write per key at a time.
+async def check_token(db: Database, token: str | None) -> assistants_service.TokenCheck | None:
+    """An assistant's bearer token looked up as a key is (see `check_key`)."""
+    try:
+        async with db.session(write=False) as session:
+            return await assistants_service.authenticate_token(session, token)
+    except PoolTimeout:
+        raise server_busy() from None
+
+
+Check = accounts_service.KeyCheck | assistants_service.TokenCheck
+
+
+async def authenticate(db: Database, headers: Headers) -> Check | None:
+    """`x-api-key`, else `Authorization: Bearer <assistant access token>`; None for neither."""
+    key = headers.get("x-api-key")
+    if key is not None:
+        return await check_key(db, key)
+    token = assistants_service.bearer_of(headers.get("authorization"))
+    return await check_token(db, token) if token else None
+
+
+# Keys and assistants whose last_used_at is being written, per database: one write per
+# caller at a time.
 _touching: weakref.WeakKeyDictionary[Database, set[str]] = weakref.WeakKeyDictionary()
 
 
-async def touch_key_later(db: Database, key_id: str) -> None:
-    """Record the key's use, unless that would mean waiting for SQLite's write connection.
-    Called once the response has been sent; never raises."""
+async def touch_later(db: Database, principal: Principal) -> None:
+    """Record the key's (or assistant's) use, unless that would mean waiting for SQLite's
+    write connection. Called once the response has been sent; never raises."""
+    touch: Callable[[AsyncSession, str], Awaitable[None]]
+    if principal.key_id:
+        caller, touch = principal.key_id, accounts_service.touch_key
+    elif principal.assistant_id:
+        caller, touch = principal.assistant_id, assistants_service.touch
+    else:
+        return
     pool = db.write_engine.pool
     if db.is_sqlite and isinstance(pool, QueuePool) and pool.checkedout():
         return  # a writer holds it: skip rather than queue behind it
     busy = _touching.setdefault(db, set())
-    if key_id in busy:
+    if caller in busy:
         return
-    busy.add(key_id)
+    busy.add(caller)
     try:
         async with db.transaction() as session:
-            await accounts_service.touch_key(session, key_id)
+            await touch(session, caller)
     except Exception:  # bookkeeping only: the request has been answered already
-        log.warning("could not record last_used_at of key %s", key_id, exc_info=True)
+        log.warning("could not record last_used_at of %s", caller, exc_info=True)
     finally:
-        busy.discard(key_id)
+        busy.discard(caller)
 
 
 def is_api_path(path: str) -> bool:
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+# Operations whose body is the credential (a one-use grant): no key is asked for.
+NO_KEY_PATHS = frozenset({f"{API_PREFIX}/assistants/grants/exchange"})
 
 
 class ApiKeyMiddleware:
@@ -95,9 +132,12 @@ class ApiKeyMiddleware:
                 {"error": "Query parameters must not contain NUL characters"}, status_code=400
             )(scope, receive, send)
             return
+        if scope["path"] in NO_KEY_PATHS:
+            await self.app(scope, receive, send)
+            return
         db: Database = scope["app"].state.db
         try:
-            check = await check_key(db, Headers(scope=scope).get("x-api-key"))
+            check = await authenticate(db, Headers(scope=scope))
         except ApiError as busy:
             await _error(busy)(scope, receive, send)
             return
@@ -107,8 +147,8 @@ class ApiKeyMiddleware:
         principal = check.principal
         scope.setdefault("state", {})["principal"] = principal
         await self._authorized(scope, receive, send, db, principal)
-        if check.needs_touch and principal.key_id:
-            await touch_key_later(db, principal.key_id)
+        if check.needs_touch:
+            await touch_later(db, principal)
 
     async def _authorized(
         self, scope: Scope, receive: Receive, send: Send, db: Database, principal: Principal

@@ -29,7 +29,7 @@ class ErrorBody(BaseModel):
 
 DESCRIPTIONS = {
     400: "Validation problem in the request",
-    401: "Missing, malformed, unknown or revoked API key",
+    401: "Missing, malformed, unknown or revoked API key or assistant token",
     403: "Missing permission, or a plan limit",
     404: "Not found in this workspace",
     409: "Conflict with the current state",
@@ -137,7 +137,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             if not path.startswith("/api/v1"):
                 continue
             _document_query_rules(operation)
-            responses.setdefault("401", _error_response(401))
+            if not operation.pop("x-no-key", False):
+                responses.setdefault("401", _error_response(401))
             permission = permissions.get(operation.get("operationId", ""))
             if permission:
                 operation["x-permission"] = permission

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import delete, func, update
 
 from mailroom.accounts import service as accounts_service
+from mailroom.assistants import upkeep as assistants_upkeep
 from mailroom.audit import service as audit_service
 from mailroom.automations import anniversaries
 from mailroom.automations import runner as automation_runner
@@ -57,6 +58,14 @@ async def _prune_audit_log(ctx: WorkerContext) -> int:
     if removed:
         log.info("pruned %d audit entries older than 12 months", removed)
     return 0  # daily: never loop straight back
+
+
+async def _prune_assistants(ctx: WorkerContext) -> int:
+    async with ctx.db.transaction() as session:
+        removed = await assistants_upkeep.prune(session)
+    if removed:
+        log.info("pruned %d expired assistant tokens, codes and grants", removed)
+    return 0
 
 
 async def _prune_rate_limits(ctx: WorkerContext) -> int:
@@ -115,6 +124,7 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("jobs", _jobs, settings.worker_poll_interval),
         Loop("prune-audit-log", _prune_audit_log, 24 * 3600),
         Loop("prune-rate-limits", _prune_rate_limits, 600),
+        Loop("prune-assistants", _prune_assistants, 3600),
         Loop("prune-form-submissions", form_upkeep.tick, 3600),
         Loop("prune-webhook-log", _prune_webhook_log, 24 * 3600),
         # Each verified domain is due a day after its last check; looking every 15 minutes

@@ -18,8 +18,9 @@ router = APIRouter(prefix="/api/v1/account", tags=["Account"])
     "",
     response_model=WhoAmI,
     summary="Describe the calling key",
-    description="The workspace and account this key belongs to, its permissions, and the "
-    "limits of the account's plan (`null` means unlimited). Any valid key may call it.",
+    description="The workspace and account this key (or assistant) belongs to, its "
+    "permissions, and the limits of the account's plan (`null` means unlimited). Any valid key "
+    "or assistant token may call it.",
 )
 async def get_account(
     request: Request, session: Session, principal: Annotated[Principal, authenticated()]
@@ -30,6 +31,7 @@ async def get_account(
         account_id=principal.account_id,
         workspace_id=principal.workspace_id,
         key_id=principal.key_id,
+        assistant_id=principal.assistant_id,
         permissions=[p for p in PERMISSIONS if p in principal.permissions],
         plan=PlanLimits.model_validate(principal.plan.as_dict()),
     )

@@ -31,6 +31,9 @@ class WhoAmI(BaseModel):
     account_id: str
     workspace_id: str
     key_id: str | None
+    assistant_id: str | None = Field(
+        description="Set when the caller is an assistant (a bearer token); `key_id` is then null."
+    )
     permissions: list[str]
     plan: PlanLimits
     sending: SendingHealth = Field(

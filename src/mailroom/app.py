@@ -21,6 +21,7 @@ from mailroom.automations.api import router as automations_router
 from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
+from mailroom.dashboard.assistant_pages import router as dashboard_assistants_router
 from mailroom.dashboard.automation_pages import router as dashboard_automations_router
 from mailroom.dashboard.campaign_pages import router as dashboard_campaigns_router
 from mailroom.dashboard.consent_pages import router as dashboard_consent_router
@@ -95,6 +96,7 @@ DASHBOARD_ROUTERS = [
     dashboard_webhooks_router,
     dashboard_suppressions_router,
     dashboard_consent_router,
+    dashboard_assistants_router,
 ]
 
 ROUTERS = [

@@ -18,7 +18,7 @@ from mailroom.core.context import Context
 from mailroom.dashboard import render
 from mailroom.dashboard.frame import Visitor, as_visitor
 from mailroom.media import service as media
-from mailroom.models import ApiKey, Automation, Person, WorkspaceMember
+from mailroom.models import ApiKey, Assistant, AuditEntry, Automation, Person, WorkspaceMember
 from mailroom.people import sessions
 from mailroom.sending import limits
 from mailroom.sending import service as sending
@@ -92,6 +92,20 @@ def _day(value: str | None) -> date | None:
         return None
 
 
+def _who(entry: AuditEntry, names: dict[str, str]) -> str:
+    """An assistant's entry names it and the person it acted for (none: an admin key
+    connected it)."""
+    if entry.assistant_id:
+        assistant = names.get(f"assistant:{entry.assistant_id}", "an assistant")
+        person = names.get(f"person:{entry.person_id}") if entry.person_id else "an API key"
+        return f"{assistant} for {person or 'someone removed since'}"
+    return (
+        names.get(f"person:{entry.person_id}")
+        or names.get(f"key:{entry.key_id}")
+        or "someone removed since"
+    )
+
+
 @router.get("/settings/audit-log")
 async def audit_log_page(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
@@ -101,6 +115,7 @@ async def audit_log_page(request: Request) -> Response:
         only = audit.AuditFilter(
             person_id=who.removeprefix("person:") if who.startswith("person:") else None,
             key_id=who.removeprefix("key:") if who.startswith("key:") else None,
+            assistant_id=who.removeprefix("assistant:") if who.startswith("assistant:") else None,
             operation=(q.get("operation") or "").strip() or None,
             since=datetime.combine(since, datetime.min.time(), UTC) if since else None,
             before=(
@@ -127,16 +142,23 @@ async def audit_log_page(request: Request) -> Response:
                 )
             )
         ).all()
+        # Revoked assistants too: the log still names them.
+        assistant_rows = (
+            await ctx.session.execute(
+                select(Assistant.id, Assistant.name).where(
+                    Assistant.workspace_id == ctx.workspace_id
+                )
+            )
+        ).all()
         names = {f"person:{i}": e for i, e in people_rows}
         names.update(
             {f"key:{i}": f"key {n or 'Unnamed'} (mr_live_{lk}_…)" for i, n, lk in key_rows}
         )
+        names.update({f"assistant:{i}": f"{n} (assistant)" for i, n in assistant_rows})
         entries = [
             {
                 "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                "who": names.get(f"person:{e.person_id}")
-                or names.get(f"key:{e.key_id}")
-                or "someone removed since",
+                "who": _who(e, names),
                 "operation": e.operation,
                 "method": e.method,
                 "path": e.path,

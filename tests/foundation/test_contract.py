@@ -141,6 +141,11 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "a key names the first request made with it, which only the service remembers",
     ),
     (
+        r"POST /api/v1/assistants/grants/exchange",
+        r"^(Invalid grant|Grant already used|Grant expired)$",
+        "a grant is a credential: only a code the service issued, unused and unexpired, exchanges",
+    ),
+    (
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
         r"^(trigger|steps(\[\d+\]\.(yes|no))*\[\d+\])\.\w+: (Tag|List|Template|Webhook "
         r"endpoint|Form) not found$",

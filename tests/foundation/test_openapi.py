@@ -25,8 +25,16 @@ async def test_every_operation_is_documented(client):
             assert re.fullmatch(r"[a-z][a-z0-9_]*", op["operationId"]), op["operationId"]
             assert op.get("summary"), (method, path)
             assert "422" not in op["responses"] or "ErrorBody" in str(op["responses"]["422"])
-            if path.startswith("/api/v1"):
-                assert op.get("security") == [{"ApiKey": []}], (method, path)
+            if path == "/api/v1/assistants/grants/exchange":
+                # The body is the credential: no key, so no workspace to keep idempotency in.
+                assert op.get("security") == [], (method, path)
+                assert "Idempotency-Key" not in str(op.get("parameters")), (method, path)
+            elif path.startswith("/api/v1"):
+                # A key, or an assistant's bearer token.
+                assert op.get("security") == [{"ApiKey": []}, {"AssistantToken": []}], (
+                    method,
+                    path,
+                )
                 assert "401" in op["responses"], (method, path)
                 if method in {"post", "put", "patch", "delete"}:
                     # Previews only read: never counted against the write limit.

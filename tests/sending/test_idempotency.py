@@ -285,6 +285,10 @@ async def test_the_header_is_documented_on_every_post(client):
     assert "/api/v1/campaigns/{id}/send" in posts
     for path, operation in posts.items():
         names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
+        if operation.get("security") == []:
+            # Keys are kept per workspace; the grant exchange, made with no key, has none.
+            assert "Idempotency-Key" not in names, path
+            continue
         assert names.count("Idempotency-Key") == 1, path
         assert "409" in operation["responses"], path
     described = next(

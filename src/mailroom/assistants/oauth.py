@@ -5,7 +5,8 @@ client registration, revocation) is the MCP SDK's `mcp.server.auth` handlers; ch
 Authlib because they implement exactly MCP's profile on Starlette, which Mailroom serves,
 where Authlib's server side needs a framework adapter written for it. Mailroom supplies the
 storage (`OAuthAuthorizationServerProvider`), the policy (redirect URIs, resource, lifetimes,
-reuse detection), the consent page (`dashboard.consent_pages`) and the metadata documents.
+reuse detection), the consent page (`assistants.consent`, `dashboard.consent_pages`) and the
+metadata documents.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ import hmac
 import html
 import json
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.provider import (
@@ -32,12 +31,10 @@ from mcp.server.auth.provider import (
     RefreshToken,
     RegistrationError,
     TokenError,
-    construct_redirect_uri,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import select, update
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -45,19 +42,18 @@ from starlette.routing import Route, request_response
 from starlette.types import ASGIApp
 
 from mailroom.assistants import service
-from mailroom.core.auth import PERMISSIONS, Principal
+from mailroom.assistants.consent import CONSENT_PATH
+from mailroom.core.auth import PERMISSIONS
 from mailroom.core.clock import utcnow
-from mailroom.core.errors import ApiError
 from mailroom.db import Database
 from mailroom.models import Assistant, AssistantToken, OAuthClient, OAuthCode, OAuthRequest
 from mailroom.ratelimits import service as ratelimits
 from mailroom.settings import Settings
 
-CODE_TTL = timedelta(seconds=60)
 REQUEST_TTL = timedelta(minutes=15)
 REGISTRATIONS_PER_HOUR = 20  # per client address
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
-CONSENT_PATH = "/oauth/consent"
+TOKEN_AUTH_METHODS = ("none", "client_secret_post")
 
 
 def issuer(settings: Settings) -> str:
@@ -79,8 +75,8 @@ def authorization_server_metadata(settings: Settings) -> dict[str, Any]:
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
-        "revocation_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+        "token_endpoint_auth_methods_supported": list(TOKEN_AUTH_METHODS),
+        "revocation_endpoint_auth_methods_supported": list(TOKEN_AUTH_METHODS),
         "scopes_supported": list(PERMISSIONS),
     }
 
@@ -139,6 +135,13 @@ class Provider:
             raise RegistrationError(
                 "invalid_redirect_uri",
                 f"redirect_uris must be https, or http to 127.0.0.1, [::1] or localhost: {bad}",
+            )
+        if client_info.token_endpoint_auth_method not in TOKEN_AUTH_METHODS:
+            # The metadata advertises only these; a client_secret_basic one would be issued a
+            # secret it could never present (the token endpoint reads the form).
+            raise RegistrationError(
+                "invalid_client_metadata",
+                "token_endpoint_auth_method must be none or client_secret_post",
             )
         secret = client_info.client_secret
         registration = client_info.model_dump(
@@ -288,7 +291,7 @@ class Provider:
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         async with self.db.transaction() as session:
-            await service.revoke_token(session, token.token)
+            await service.revoke_token(session, token.token, client_id=token.client_id or None)
 
     async def exchange_identity_assertion(self, *args: Any) -> OAuthToken:
         raise TokenError("unsupported_grant_type", "not supported")  # pragma: no cover
@@ -347,7 +350,6 @@ def build_routes(db: Database, settings: Settings) -> list[Route]:
             enabled=True, valid_scopes=list(PERMISSIONS), default_scopes=list(PERMISSIONS)
         ),
     )
-    revocation_handler = RevocationHandler(provider, authenticator)
 
     async def resource_metadata(request: Request) -> Response:
         return JSONResponse(protected_resource_metadata(settings))
@@ -367,8 +369,11 @@ def build_routes(db: Database, settings: Settings) -> list[Route]:
         form = await request.form()
         if form.get("grant_type") == "refresh_token" and not form.get("client_id"):
             # A one-use grant's assistant has no OAuth client: its refresh token alone.
+            refresh_token = form.get("refresh_token")
+            if not isinstance(refresh_token, str) or not refresh_token:
+                return _oauth_error(400, "invalid_request", "refresh_token is required")
             async with db.transaction() as session:
-                pair = await service.refresh_grant_tokens(session, form.get("refresh_token"))
+                pair = await service.refresh_grant_tokens(session, refresh_token)
             if pair is None:  # refused after the commit: a reuse's revocation stays
                 return _oauth_error(400, "invalid_grant", "refresh token does not exist")
             return JSONResponse(pair.answer(), headers={"Cache-Control": "no-store"})
@@ -394,7 +399,22 @@ def build_routes(db: Database, settings: Settings) -> list[Route]:
         return await registration_handler.handle(request)
 
     async def revoke(request: Request) -> Response:
-        return await revocation_handler.handle(request)
+        """RFC 7009. Not the SDK's RevocationHandler: it demands a `client_secret` field
+        even from public clients (400 without one), and knows no one-use grant's tokens,
+        which have no client and are revoked by the token alone, as they are refreshed."""
+        form = await request.form()
+        client_id: str | None = None
+        if form.get("client_id"):
+            try:
+                client_id = (await authenticator.authenticate_request(request)).client_id
+            except AuthenticationError as refused:
+                return _oauth_error(401, "invalid_client", refused.message)
+        token = form.get("token")
+        if not isinstance(token, str) or not token:
+            return _oauth_error(400, "invalid_request", "token is required")
+        async with db.transaction() as session:
+            await service.revoke_token(session, token, client_id=client_id)
+        return Response(status_code=200, headers={"Cache-Control": "no-store"})
 
     read = ["GET", "OPTIONS"]
     post = ["POST", "OPTIONS"]
@@ -414,7 +434,8 @@ def build_routes(db: Database, settings: Settings) -> list[Route]:
             _cors(request_response(server_metadata), read),
             methods=read,
         ),
-        Route("/oauth/authorize", request_response(authorize), methods=["GET", "POST"]),
+        # A plain endpoint: Route wraps it (wrapping it here too made every request a 500).
+        Route("/oauth/authorize", authorize, methods=["GET", "POST"]),
         Route("/oauth/token", _cors(request_response(token), post), methods=post),
         Route("/oauth/register", _cors(request_response(register), post), methods=post),
         Route("/oauth/revoke", _cors(request_response(revoke), post), methods=post),
@@ -441,91 +462,4 @@ def _error_page(detail: str) -> HTMLResponse:
         "or ask its maker.</p></body></html>",
         status_code=400,
         headers={"Cache-Control": "no-store"},
-    )
-
-
-# ---------------------------------------------------------------- the consent page's side
-
-
-@dataclass(frozen=True)
-class Pending:
-    """An authorization request waiting for the person: what the consent page shows."""
-
-    id: str
-    client_id: str
-    client_name: str
-    redirect_uri: str
-    redirect_host: str
-    scopes: list[str]  # what the client asked for (all when it named none)
-    state: str | None
-    params: dict[str, Any]
-
-
-async def pending(session: AsyncSession, request_id: str) -> Pending | None:
-    row = await session.get(OAuthRequest, request_id[:64])
-    if row is None or row.expires_at <= utcnow():
-        return None
-    client = await session.get(OAuthClient, row.client_id)
-    if client is None:
-        return None
-    params: dict[str, Any] = dict(row.params)
-    redirect_uri = str(params.get("redirect_uri") or "")
-    scopes = params.get("scopes") or list(PERMISSIONS)
-    return Pending(
-        id=row.id,
-        client_id=row.client_id,
-        client_name=client.client_name or "An unnamed application",
-        redirect_uri=redirect_uri,
-        redirect_host=urlsplit(redirect_uri).netloc,
-        scopes=[p for p in PERMISSIONS if p in scopes],
-        state=params.get("state"),
-        params=params,
-    )
-
-
-async def approve(
-    session: AsyncSession,
-    request: Pending,
-    principal: Principal,
-    *,
-    permissions: list[str],
-    requires_approval: bool,
-    daily_recipient_budget: int | None,
-    name: str,
-) -> str:
-    """The person's consent for one of their workspaces: a one-use code (60 s) for what they
-    ticked, within what the client asked and their role allows. Answers where the browser
-    goes next (the client's redirect URI with the code)."""
-    granted = [p for p in permissions if p in request.scopes and p in principal.permissions]
-    if not granted:
-        raise ApiError(400, "Choose at least one permission to grant.")
-    code = secrets.token_urlsafe(32)
-    session.add(
-        OAuthCode(
-            code_hash=service.digest(code),
-            client_id=request.client_id,
-            workspace_id=principal.workspace_id,
-            person_id=principal.person_id,
-            name=name[:200] or request.client_name[:200],
-            permissions=granted,
-            requires_approval=requires_approval,
-            daily_recipient_budget=daily_recipient_budget,
-            code_challenge=str(request.params.get("code_challenge") or ""),
-            redirect_uri=request.redirect_uri,
-            redirect_uri_explicit=bool(request.params.get("redirect_uri_provided_explicitly")),
-            resource=request.params.get("resource"),
-            expires_at=utcnow() + CODE_TTL,
-        )
-    )
-    await session.execute(delete(OAuthRequest).where(OAuthRequest.id == request.id))
-    return construct_redirect_uri(request.redirect_uri, code=code, state=request.state)
-
-
-async def deny(session: AsyncSession, request: Pending) -> str:
-    await session.execute(delete(OAuthRequest).where(OAuthRequest.id == request.id))
-    return construct_redirect_uri(
-        request.redirect_uri,
-        error="access_denied",
-        error_description="The person declined the connection",
-        state=request.state,
     )

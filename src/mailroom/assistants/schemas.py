@@ -9,6 +9,7 @@ from mailroom.core.auth import PERMISSIONS
 from mailroom.core.loose import Doc, body_config, choice, name_field, nullable, text
 from mailroom.core.pagination import Pagination
 
+GRANT_PATTERN = r"^mr_grant_[A-Za-z0-9]{32}$"
 PERMISSION_LIST = {"type": "array", "minItems": 1, "items": choice(*PERMISSIONS)}
 
 
@@ -58,8 +59,8 @@ class GrantCreated(BaseModel):
 
 class GrantExchange(BaseModel):
     model_config = body_config("grant", example={"grant": "mr_grant_" + "x" * 32})
-    grant: Annotated[Any, Doc(text(200, min_length=1))] = Field(
-        None, description="The grant code, once."
+    grant: Annotated[Any, Doc(text(41, min_length=41, pattern=GRANT_PATTERN))] = Field(
+        None, description="The grant code (`mr_grant_` and 32 letters or digits), once."
     )
 
 

@@ -106,24 +106,33 @@ def role_allows(role: str) -> frozenset[str]:
     return frozenset(PERMISSIONS) if role == "admin" else frozenset(PERMISSIONS) - ADMIN_ONLY
 
 
+def _whole(value: Any) -> int | None:
+    """A JSON integer (600.0 is one to JSON Schema, as published); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
+
+
 def lifetime(value: Any) -> int:
     if value is None:
         return GRANT_TTL_DEFAULT
-    if isinstance(value, bool) or not isinstance(value, int):
+    seconds = _whole(value)
+    if seconds is None or not GRANT_TTL_MIN <= seconds <= GRANT_TTL_MAX:
         raise ApiError(400, f"expires_in must be between {GRANT_TTL_MIN} and {GRANT_TTL_MAX}")
-    if not GRANT_TTL_MIN <= value <= GRANT_TTL_MAX:
-        raise ApiError(400, f"expires_in must be between {GRANT_TTL_MIN} and {GRANT_TTL_MAX}")
-    return value
+    return seconds
 
 
 def budget(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUDGET:
+    number = _whole(value)
+    if number is None or not 0 <= number <= MAX_BUDGET:
         raise ApiError(
             400, f"daily_recipient_budget must be a whole number from 0 to {MAX_BUDGET:,}"
         )
-    return value
+    return number
 
 
 def default_approval(permissions: list[str], requested: Any) -> bool:
@@ -320,10 +329,12 @@ async def refresh_grant_tokens(session: AsyncSession, token: Any) -> TokenPair |
     return await rotate(session, found) if found is not None else None
 
 
-async def revoke_token(session: AsyncSession, token: Any) -> None:
+async def revoke_token(session: AsyncSession, token: Any, *, client_id: str | None) -> None:
     """RFC 7009: an access token ends; a refresh token ends its whole assistant (the client
-    is letting go of the connection). Unknown tokens are ignored, as the RFC asks."""
-    if not isinstance(token, str):
+    is letting go of the connection). Only the tokens of assistants connected through
+    `client_id` (None: a one-use grant's); others and unknown ones are ignored, as the RFC
+    asks."""
+    if not isinstance(token, str) or not token.startswith((ACCESS_PREFIX, REFRESH_PREFIX)):
         return
     row = (
         await session.execute(
@@ -335,6 +346,8 @@ async def revoke_token(session: AsyncSession, token: Any) -> None:
     if row is None:
         return
     stored, assistant = row
+    if assistant.client_id != client_id:
+        return
     if stored.kind == "refresh":
         await revoke(session, assistant)
     else:
@@ -467,27 +480,15 @@ async def describe(session: AsyncSession, rows: list[Assistant]) -> list[dict[st
     emails: dict[str, str] = {}
     names: dict[str, str] = {}
     if people_ids:
-        emails = dict(
-            (
-                await session.execute(
-                    select(Person.id, Person.email).where(Person.id.in_(people_ids))
-                )
-            )
-            .tuples()
-            .all()
+        people_rows = await session.execute(
+            select(Person.id, Person.email).where(Person.id.in_(people_ids))
         )
+        emails = {person_id: email for person_id, email in people_rows}
     if client_ids:
-        names = dict(
-            (
-                await session.execute(
-                    select(OAuthClient.id, OAuthClient.client_name).where(
-                        OAuthClient.id.in_(client_ids)
-                    )
-                )
-            )
-            .tuples()
-            .all()
+        client_rows = await session.execute(
+            select(OAuthClient.id, OAuthClient.client_name).where(OAuthClient.id.in_(client_ids))
         )
+        names = {client_id: name for client_id, name in client_rows}
     return [
         {
             "id": r.id,

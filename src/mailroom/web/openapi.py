@@ -137,7 +137,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             if not path.startswith("/api/v1"):
                 continue
             _document_query_rules(operation)
-            if not operation.pop("x-no-key", False):
+            no_key = operation.pop("x-no-key", False)
+            if not no_key:
                 responses.setdefault("401", _error_response(401))
             permission = permissions.get(operation.get("operationId", ""))
             if permission:
@@ -151,7 +152,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 "x-read-only"
             ):
                 responses.setdefault("429", _error_response(429))
-            if method.upper() == "POST":
+            # Idempotency keys are kept per workspace: an operation without a key has none.
+            if method.upper() == "POST" and not no_key:
                 operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
                 responses.setdefault("400", _error_response(400))  # a malformed key
                 responses.setdefault("409", _error_response(409))

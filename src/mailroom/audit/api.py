@@ -19,9 +19,10 @@ router = APIRouter(prefix="/api/v1/account", tags=["Audit log"])
     "/audit-log",
     response_model=AuditLogPage,
     summary="List the audit log",
-    description="Every key-authenticated write of this workspace (key, operation, target, "
-    "HTTP status, time), newest first, kept for 12 months. Cursor-paged: pass the returned "
-    "`next_cursor` as `cursor` for the next page; it is null on the last page.",
+    description="Every authenticated write of this workspace (who: `key_id`, or `person_id` "
+    "for the dashboard, or `assistant_id` with the `person_id` it acts for; operation, "
+    "target, HTTP status, time), newest first, kept for 12 months. Cursor-paged: pass the "
+    "returned `next_cursor` as `cursor` for the next page; it is null on the last page.",
     responses=errors(400),
 )
 async def list_audit_log(

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from tests.contacts.helpers import create
 
-STATUSES = "draft, scheduled, sending, sent, cancelled"
+STATUSES = "draft, awaiting_approval, scheduled, sending, sent, cancelled"
 
 
 async def _document(client: httpx.AsyncClient) -> dict[str, Any]:

@@ -3,6 +3,10 @@
 Starting a campaign (now, or when its schedule comes due) freezes its audience into the send
 log with one INSERT ... SELECT and reserves that many messages of the month's allowance, in
 one transaction: all of it, or (a refusal) none. Workers send from the log (sending.engine).
+
+An assistant whose audience sends need approval does not start or schedule anything: its
+request is checked as the real one would be, then held (`awaiting_approval`) until a
+workspace admin decides in the dashboard (`campaigns.approval`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,15 @@ from typing import Any
 from sqlalchemy import String, func, insert, literal, literal_column, select, update
 
 from mailroom.campaigns import audience as audiences
-from mailroom.campaigns.service import CAMPAIGNS, EDITABLE, get_campaign
+from mailroom.campaigns.service import (
+    AWAITING,
+    CAMPAIGNS,
+    EDITABLE,
+    clear_approval,
+    get_campaign,
+    held,
+    hold,
+)
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.dbtypes import UTCDateTime
@@ -39,6 +51,23 @@ def _not_now(campaign: Campaign, what: str) -> ApiError:
     return ApiError(
         409, f"Campaign is {campaign.status}: only a draft or scheduled campaign can be {what}"
     )
+
+
+async def locked(ctx: Context, campaign_id: Any) -> Campaign:
+    """The workspace's campaign, its row locked until the transaction ends (PostgreSQL; a
+    SQLite write transaction is exclusive already) and read afresh: of two requests that
+    change its state at once, the second sees what the first did."""
+    found: Campaign | None = None
+    if isinstance(campaign_id, str) and campaign_id:
+        found = await ctx.session.scalar(
+            select(Campaign)
+            .where(Campaign.id == campaign_id, Campaign.workspace_id == ctx.workspace_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    if found is None:
+        raise ApiError(404, CAMPAIGNS.not_found)
+    return found
 
 
 async def _sender_of(ctx: Context, campaign: Campaign) -> tuple[str, str, str]:
@@ -136,10 +165,17 @@ async def start(ctx: Context, campaign: Campaign) -> int:
 
 
 async def send(ctx: Context, campaign_id: str) -> Campaign:
-    campaign = await get_campaign(ctx, campaign_id)
+    """Start it now; or, for an assistant that needs approval, check it could start (the
+    same refusals) and hold the request."""
+    campaign = await locked(ctx, campaign_id)
     if campaign.status not in EDITABLE:
         raise _not_now(campaign, "sent")
+    if held(ctx.principal):
+        await _check_startable(ctx, campaign, utcnow())
+        hold(ctx, campaign, "send", None)
+        return campaign
     await start(ctx, campaign)
+    clear_approval(campaign)
     return campaign
 
 
@@ -161,12 +197,9 @@ def parse_send_at(value: Any, now: datetime) -> datetime:
     return moment
 
 
-async def schedule(ctx: Context, campaign_id: str, send_at: Any) -> Campaign:
-    now = utcnow()
-    campaign = await get_campaign(ctx, campaign_id)  # an unknown id is 404 whatever the body
-    moment = parse_send_at(send_at, now)
-    if campaign.status not in EDITABLE:
-        raise _not_now(campaign, "scheduled")
+async def _check_startable(ctx: Context, campaign: Campaign, now: datetime) -> None:
+    """What `start` would refuse, checked without starting: ready, an audience, and room in
+    the month's allowance for all of it."""
     await _ready(ctx, campaign)
     size = await audience_size(ctx, campaign)
     if size == 0:
@@ -175,18 +208,41 @@ async def schedule(ctx: Context, campaign_id: str, send_at: Any) -> Campaign:
     used = await limits.used_this_month(ctx.session, ctx.principal.account_id, now)
     if used + size > plan.emails_per_month:
         raise limits.monthly_limit_reached(plan)
+
+
+async def schedule_at(ctx: Context, campaign: Campaign, moment: datetime) -> None:
+    """Schedule a campaign whose state allows it for `moment` (checked by the caller)."""
+    await _check_startable(ctx, campaign, utcnow())
     campaign.status, campaign.scheduled_at, campaign.error = "scheduled", moment, None
     CAMPAIGNS.touch(campaign)
+
+
+async def schedule(ctx: Context, campaign_id: str, send_at: Any) -> Campaign:
+    """Schedule it; or, for an assistant that needs approval, check it could be scheduled
+    (the same refusals) and hold the request with its time."""
+    now = utcnow()
+    campaign = await locked(ctx, campaign_id)  # an unknown id is 404 whatever the body
+    moment = parse_send_at(send_at, now)
+    if campaign.status not in EDITABLE:
+        raise _not_now(campaign, "scheduled")
+    if held(ctx.principal):
+        await _check_startable(ctx, campaign, now)
+        hold(ctx, campaign, "schedule", moment)
+        return campaign
+    await schedule_at(ctx, campaign, moment)
+    clear_approval(campaign)
     return campaign
 
 
 async def cancel(ctx: Context, campaign_id: str) -> Campaign:
-    """A scheduled campaign returns to draft; a sending one is cancelled and its unsent
-    recipients are skipped (their reserved allowance given back)."""
-    campaign = await get_campaign(ctx, campaign_id)
+    """A scheduled campaign returns to draft, as does one awaiting approval (the request is
+    withdrawn: nothing was mailed); a sending one is cancelled and its unsent recipients are
+    skipped (their reserved allowance given back)."""
+    campaign = await locked(ctx, campaign_id)
     now = utcnow()
-    if campaign.status == "scheduled":
+    if campaign.status in ("scheduled", AWAITING):
         campaign.status, campaign.scheduled_at = "draft", None
+        clear_approval(campaign)
     elif campaign.status == "sending":
         skipped = await ctx.session.execute(
             update(SendLog)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from mailroom.campaigns import actions, report, service
 from mailroom.campaigns.schemas import (
@@ -34,6 +34,13 @@ REFUSALS = (
     "...` when real SMTP is configured and the sender's domain is not a verified sending "
     "domain; 422 when the campaign lacks a subject or content, or the audience has no "
     "subscribed contact; 409 when the campaign is not a draft or scheduled."
+)
+HELD = (
+    "Called by an assistant whose audience sends need approval, nothing is sent or scheduled: "
+    "the same checks are made (and refuse as above), then the answer is 202 with the campaign "
+    "`awaiting_approval` and `approval` saying what was asked, until a workspace admin "
+    "approves (it is sent or scheduled as asked, every check made again) or rejects it (a "
+    "draft again, with the reason) in the dashboard. Keys and assistants cannot approve."
 )
 
 
@@ -93,7 +100,9 @@ async def get_campaign(id: str, ctx: Annotated[Context, use("campaigns:read")]) 
     "/{id}",
     response_model=CampaignEnvelope,
     summary="Update a campaign",
-    description="Only while it is a draft or scheduled (409 otherwise). Unknown fields are 400.",
+    description="Only while it is a draft or scheduled (409 otherwise, also while it awaits "
+    "approval). Unknown fields are 400. A scheduled campaign changed by an assistant whose "
+    "sends need approval awaits approval again, for the same time.",
     responses=errors(400, 404, 409, 413),
 )
 async def update_campaign(
@@ -107,7 +116,8 @@ async def update_campaign(
     "/{id}",
     response_model=Deleted,
     summary="Delete a campaign",
-    description="Refused (409) while it is scheduled or sending: cancel it first.",
+    description="Refused (409) while it is scheduled, sending or awaiting approval: cancel it "
+    "first.",
     responses=errors(404, 409),
 )
 async def delete_campaign(
@@ -123,7 +133,7 @@ async def delete_campaign(
     response_model=CampaignEnvelope,
     summary="Send a campaign now",
     description="Freezes the audience (each subscribed contact once) and starts sending; "
-    f"the campaign is `sending`, then `sent` once every recipient is done. {REFUSALS}",
+    f"the campaign is `sending`, then `sent` once every recipient is done. {REFUSALS} {HELD}",
     responses=errors(404, 409, 422),
 )
 async def send_campaign(id: str, ctx: Annotated[Context, use("campaigns:send")]) -> dict[str, Any]:
@@ -136,21 +146,31 @@ async def send_campaign(id: str, ctx: Annotated[Context, use("campaigns:send")])
     summary="Schedule a campaign",
     description="Starts at `send_at` (in the future, within a year). The audience is frozen "
     "then; the checks are made now and again then (a campaign that cannot start then goes "
-    f"back to draft with `error` saying why). {REFUSALS}",
-    responses=errors(400, 404, 409, 422),
+    f"back to draft with `error` saying why). {REFUSALS} {HELD}",
+    responses={
+        202: {"model": CampaignEnvelope, "description": "Held for a workspace admin's approval"},
+        **errors(400, 404, 409, 422),
+    },
 )
 async def schedule_campaign(
-    id: str, body: ScheduleBody, ctx: Annotated[Context, use("campaigns:send")]
+    id: str,
+    body: ScheduleBody,
+    response: Response,
+    ctx: Annotated[Context, use("campaigns:send")],
 ) -> dict[str, Any]:
-    return await _one(ctx, await actions.schedule(ctx, id, body.send_at))
+    campaign = await actions.schedule(ctx, id, body.send_at)
+    if campaign.status == "awaiting_approval":
+        response.status_code = 202
+    return await _one(ctx, campaign)
 
 
 @router.post(
     "/{id}/cancel",
     response_model=CampaignEnvelope,
     summary="Cancel a campaign",
-    description="A scheduled campaign returns to draft; a sending one becomes `cancelled` and "
-    "its unsent recipients are never sent (their allowance is given back).",
+    description="A scheduled campaign returns to draft, as does one awaiting approval (the "
+    "assistant's request is withdrawn); a sending one becomes `cancelled` and its unsent "
+    "recipients are never sent (their allowance is given back).",
     responses=errors(404, 409),
 )
 async def cancel_campaign(

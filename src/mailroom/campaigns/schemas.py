@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -118,6 +118,24 @@ class Stats(BaseModel):
     unsubscribed: int
 
 
+class CampaignApproval(BaseModel):
+    """An assistant's request that waits, or waited, for a workspace admin."""
+
+    status: Literal["pending", "approved", "rejected"] = Field(
+        description="pending while the campaign is `awaiting_approval`; approved (it was sent "
+        "or scheduled as asked) or rejected (it is a draft again) once an admin decided."
+    )
+    requested_action: Literal["send", "schedule"] = Field(
+        description="send: start at once when approved; schedule: start at `send_at`."
+    )
+    send_at: datetime | None = Field(description="The time asked for a schedule; null for send.")
+    requested_by_assistant_id: str | None = Field(description="The assistant that asked.")
+    requested_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None = Field(description="The deciding admin's email address.")
+    rejected_reason: str | None = Field(description="Why the admin rejected it.")
+
+
 class CampaignOut(BaseModel):
     id: str
     name: str
@@ -132,7 +150,10 @@ class CampaignOut(BaseModel):
     audience: Audience
     track_opens: bool
     track_clicks: bool
-    status: str = Field(description="draft, scheduled, sending, sent or cancelled.")
+    status: str = Field(
+        description="draft, awaiting_approval (an assistant's send or schedule waits for a "
+        "workspace admin), scheduled, sending, sent or cancelled."
+    )
     scheduled_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
@@ -140,6 +161,11 @@ class CampaignOut(BaseModel):
     error: str | None = Field(
         description="Why a scheduled campaign could not start when its time came (it is a "
         "draft again); null otherwise."
+    )
+    approval: CampaignApproval | None = Field(
+        description="The assistant's request the campaign's state comes from: pending while "
+        "it awaits approval, then approved or rejected (with the reason). Null when none: "
+        "sending, scheduling or cancelling it back to draft without approval clears it."
     )
     created_at: datetime
     updated_at: datetime

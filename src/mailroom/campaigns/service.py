@@ -3,11 +3,14 @@ cancelling and test sends are in `campaigns.actions`; the sending itself in `sen
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import case, func, select
 
 from mailroom.campaigns import audience as audiences
+from mailroom.core.auth import Principal
+from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
@@ -20,6 +23,7 @@ MAX_NAME = 100
 CONTENT = ("subject", "preheader", "html_content", "text_content")
 CAMPAIGNS = Named(Campaign, "campaign", MAX_NAME, newest_first=True)
 EDITABLE = ("draft", "scheduled")
+AWAITING = "awaiting_approval"
 
 
 def _flag(name: str, value: Any, default: bool = True) -> bool:
@@ -69,6 +73,32 @@ async def create_campaign(ctx: Context, body: dict[str, Any]) -> Campaign:
     return await CAMPAIGNS.create(ctx, name, status="draft", **fields)
 
 
+def held(principal: Principal) -> bool:
+    """Whether this caller's audience sends wait for an admin: an assistant connected with
+    approval required (people and keys never wait)."""
+    return principal.assistant_id is not None and principal.approval_required
+
+
+def hold(ctx: Context, campaign: Campaign, action: str, send_at: datetime | None) -> None:
+    """Nothing is started or scheduled: the request waits for a workspace admin."""
+    campaign.status, campaign.scheduled_at, campaign.error = AWAITING, None, None
+    campaign.approval_status, campaign.approval_action = "pending", action
+    campaign.approval_send_at = send_at
+    campaign.approval_assistant_id = ctx.principal.assistant_id
+    campaign.approval_requested_at = utcnow()
+    campaign.approval_decided_at = campaign.approval_decided_by = None
+    campaign.approval_reason = None
+    CAMPAIGNS.touch(campaign)
+
+
+def clear_approval(campaign: Campaign) -> None:
+    """The campaign's state no longer comes from an assistant's request."""
+    campaign.approval_status = campaign.approval_action = None
+    campaign.approval_send_at = campaign.approval_requested_at = None
+    campaign.approval_assistant_id = campaign.approval_decided_at = None
+    campaign.approval_decided_by = campaign.approval_reason = None
+
+
 def ensure_editable(campaign: Campaign) -> None:
     if campaign.status not in EDITABLE:
         raise ApiError(
@@ -98,13 +128,17 @@ async def update_campaign(ctx: Context, campaign_id: str, changes: dict[str, Any
     for name, value in fields.items():
         setattr(campaign, name, value)
     CAMPAIGNS.touch(campaign)
+    if campaign.status == "scheduled" and held(ctx.principal):
+        # What was scheduled (by a person, or with an admin's approval) is not what will go:
+        # the changed campaign waits for an admin again, at the same time.
+        hold(ctx, campaign, "schedule", campaign.scheduled_at)
     await CAMPAIGNS.flush(ctx)
     return campaign
 
 
 async def delete_campaign(ctx: Context, campaign_id: str) -> None:
     campaign = await get_campaign(ctx, campaign_id)
-    if campaign.status in ("scheduled", "sending"):
+    if campaign.status in ("scheduled", "sending", AWAITING):
         raise ApiError(
             409,
             f"Campaign is {campaign.status}: cancel it before deleting it",
@@ -190,8 +224,25 @@ def as_dict(campaign: Campaign, counts: dict[str, int]) -> dict[str, Any]:
         "finished_at": campaign.finished_at,
         "stats": counts,
         "error": campaign.error,
+        "approval": approval_of(campaign),
         "created_at": campaign.created_at,
         "updated_at": campaign.updated_at,
+    }
+
+
+def approval_of(campaign: Campaign) -> dict[str, Any] | None:
+    """The assistant's request the campaign's state comes from (see `Campaign`), or None."""
+    if campaign.approval_status is None:
+        return None
+    return {
+        "status": campaign.approval_status,
+        "requested_action": campaign.approval_action,
+        "send_at": campaign.approval_send_at,
+        "requested_by_assistant_id": campaign.approval_assistant_id,
+        "requested_at": campaign.approval_requested_at,
+        "decided_at": campaign.approval_decided_at,
+        "decided_by": campaign.approval_decided_by,
+        "rejected_reason": campaign.approval_reason,
     }
 
 

@@ -2,8 +2,9 @@
 scratch or a template, audience by lists, segments and tags with exclusions and a live
 recipient count, sender, tracking), a test to yourself, send now or schedule with the month's
 allowance shown; a sending or sent campaign's progress and report (totals, rates, opens and
-clicks per hour as a chart, clicks per link, the recipients log); duplicate, cancel, delete.
-Every action is the API's (`campaigns.service`, `.actions`, `.report`)."""
+clicks per hour as a chart, clicks per link, the recipients log); duplicate, cancel, delete;
+an assistant's held send or schedule to review, which admins approve or reject.
+Every action is the API's (`campaigns.service`, `.actions`, `.approval`, `.report`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import func, select
 
-from mailroom.campaigns import actions, report
+from mailroom.campaigns import actions, approval, report
 from mailroom.campaigns import audience as audiences
 from mailroom.campaigns import service as campaigns
 from mailroom.campaigns.schemas import AUDIENCE_KEYS
@@ -322,11 +323,94 @@ async def campaign_page(campaign_id: str, request: Request) -> Response:
             raw = request.query_params.get("page") or "1"
             page = max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
             return await _report_page(visitor, ctx, stored, page)
+        if stored.status == campaigns.AWAITING:
+            return await _review_page(visitor, ctx, stored)
         campaign = await campaigns.describe(ctx, stored)
         draft = {**campaign, **{k: campaign[k] or "" for k in TEXT_FIELDS}}
         return await _editor(visitor, ctx, draft, campaign_id=campaign_id)
 
     return await as_visitor(request, work)
+
+
+AUDIENCE_LABELS = (
+    ("list_ids", "list", "Lists"),
+    ("segment_ids", "segment", "Segments"),
+    ("tag_ids", "tag", "Tags"),
+    ("exclude_list_ids", "list", "Leaving out lists"),
+    ("exclude_segment_ids", "segment", "Leaving out segments"),
+    ("exclude_tag_ids", "tag", "Leaving out tags"),
+)
+
+
+async def _review_page(visitor: Visitor, ctx: Context, stored: Campaign) -> Response:
+    """What an assistant asked to mail, for an admin to approve or reject (members see it)."""
+    campaign = await campaigns.describe(ctx, stored)
+    state = await sending.describe(ctx)
+    try:
+        count, count_problem = await _recipients(ctx, campaign["audience"]), None
+    except ApiError as problem:
+        count, count_problem = None, problem.message
+    choices = await _choices(ctx)
+    names = {kind: dict(pairs) for kind, pairs in choices.items()}
+    audience = [
+        (label, [names[kind].get(i, "(deleted)") for i in campaign["audience"][key]])
+        for key, kind, label in AUDIENCE_LABELS
+        if campaign["audience"][key]
+    ]
+    return render.page(
+        "campaign_review.html",
+        title=campaign["name"],
+        section="campaigns",
+        visitor=visitor,
+        campaign=campaign,
+        requester=await approval.requester(ctx, stored),
+        asked_at=when(stored.approval_requested_at),
+        send_at=when(stored.approval_send_at),
+        count=count,
+        count_problem=count_problem,
+        audience=audience,
+        left_this_month=max(0, state["monthly_allowance"] - state["sent_this_month"]),
+        state=state,
+        flashes=sessions.take_flash(visitor.row),
+    )
+
+
+async def _decide(request: Request, campaign_id: str, operation: str) -> Response:
+    """Approve or reject (admins only): the service decides, the page says what happened."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        here = f"{PATH}/{campaign_id}"
+        try:
+            if operation == "approve_campaign":
+                decided = await approval.approve(ctx, campaign_id)
+                text = (
+                    f"Approved: scheduled for {when(decided.scheduled_at)}."
+                    if decided.status == "scheduled"
+                    else "Approved: sending has started."
+                )
+            else:
+                await approval.reject(ctx, campaign_id, form.get("reason"))
+                text = "Rejected: the campaign is a draft again, with your reason."
+        except ApiError as problem:
+            if problem.status == 404:
+                raise
+            await refused(ctx, visitor, problem)
+            return RedirectResponse(here, status_code=303)
+        audit_write(ctx, request, operation, campaign_id, 200)
+        sessions.flash(visitor.row, "ok", text)
+        return RedirectResponse(here, status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post(f"{PATH}/{{campaign_id}}/approve")
+async def approve_campaign(campaign_id: str, request: Request) -> Response:
+    return await _decide(request, campaign_id, "approve_campaign")
+
+
+@router.post(f"{PATH}/{{campaign_id}}/reject")
+async def reject_campaign(campaign_id: str, request: Request) -> Response:
+    return await _decide(request, campaign_id, "reject_campaign")
 
 
 @router.post(f"{PATH}/{{campaign_id}}/{{action}}")

@@ -13,7 +13,7 @@ from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.core.ids import new_id
 from mailroom.db import Base
 
-CAMPAIGN_STATUSES = ("draft", "scheduled", "sending", "sent", "cancelled")
+CAMPAIGN_STATUSES = ("draft", "awaiting_approval", "scheduled", "sending", "sent", "cancelled")
 
 
 class Campaign(Base):
@@ -43,13 +43,27 @@ class Campaign(Base):
     audience: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
     track_opens: Mapped[bool] = mapped_column(Boolean, default=True)
     track_clicks: Mapped[bool] = mapped_column(Boolean, default=True)
-    status: Mapped[str] = mapped_column(String(12), default="draft")
+    status: Mapped[str] = mapped_column(String(20), default="draft")
     scheduled_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     recipients: Mapped[int] = mapped_column(Integer, default=0)  # frozen at the snapshot
     # Why a scheduled campaign could not start when its time came (it went back to draft).
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    # An assistant's send or schedule held for a workspace admin (status awaiting_approval),
+    # then how it was decided. Kept while the state it led to lasts (the draft a rejection
+    # left, the campaign an approval started); cleared when a person or key sends, schedules
+    # or cancels it back to draft. The assistant has no foreign key: revoked ones stay rows.
+    # pending | approved | rejected
+    approval_status: Mapped[str | None] = mapped_column(String(10), default=None)
+    approval_action: Mapped[str | None] = mapped_column(String(10), default=None)  # send|schedule
+    approval_send_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    approval_assistant_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    approval_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    approval_decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The deciding admin's address as it was then (the audit log names the person).
+    approval_decided_by: Mapped[str | None] = mapped_column(String(254), default=None)
+    approval_reason: Mapped[str | None] = mapped_column(Text, default=None)  # a rejection's
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -125,5 +125,8 @@ SEND_DESCRIPTION = (
     f"`variables` fill `{{{{ vars.<name> }}}}`. {MERGE_TAGS} Refused with nothing queued: 404 "
     "`Contact not found`; 422 when the contact is not subscribed or its address is "
     "suppressed; 403 when sending is paused or the month's allowance is used; 429 with "
-    "`Retry-After` at the hourly ceiling; 422 `Sending is not configured: ...`."
+    "`Retry-After` at the hourly ceiling; 422 `Sending is not configured: ...`. Sent by an "
+    "assistant connected with a daily recipient budget, each message counts one recipient "
+    "of its budget for the UTC day; once spent, 403 `Forbidden: this assistant's daily "
+    "recipient budget (<n>) is spent; it renews at 00:00 UTC`. Never held for approval."
 )

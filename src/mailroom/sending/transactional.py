@@ -14,7 +14,7 @@ from mailroom.core.emails import normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.ids import new_id
 from mailroom.models import PRIORITY_AUTOMATION, PRIORITY_TRANSACTIONAL, Contact, SendLog, Template
-from mailroom.sending import limits
+from mailroom.sending import budget, limits
 from mailroom.sending import service as sending
 from mailroom.sending.service import clean_address, clean_from_name
 from mailroom.suppressions import service as suppressions
@@ -115,6 +115,9 @@ async def queue(
     if identity.paused:
         raise sending.paused_error(identity)
     await sending.check_sender(ctx, from_email)
+    if kind == "transactional":
+        # An assistant's direct sends are never held for approval; they spend its budget.
+        await budget.spend(ctx)
     now = utcnow()
     plan = ctx.principal.plan
     account = ctx.principal.account_id

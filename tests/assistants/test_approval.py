@@ -185,6 +185,10 @@ async def test_a_held_schedule_keeps_the_time_asked(client, ws):
     assert held["approval"]["requested_action"] == "schedule"
     assert held["approval"]["send_at"] == when.isoformat().replace("+00:00", "Z")
     assert held["approval"]["requested_by_assistant_id"] == assistant_id
+    # Audited as answered (202), not as the route's usual 200.
+    log = await ok(await client.get("/api/v1/account/audit-log", headers=ws.headers))
+    [entry] = [e for e in log["entries"] if e["operation"] == "schedule_campaign"]
+    assert (entry["assistant_id"], entry["status"]) == (assistant_id, 202)
 
 
 async def test_keys_and_assistants_without_approval_are_never_held(client, ws):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 
-from mailroom.assistants import service
+from mailroom.assistants import listing, service
 from mailroom.assistants.schemas import (
     AssistantList,
     AssistantOut,
@@ -103,9 +103,9 @@ async def list_assistants(
     session: Session, principal: Annotated[Principal, authenticated()], paging: Paging
 ) -> dict[str, Any]:
     service.check_can_manage(principal)
-    rows, total = await service.page(session, principal, paging)
+    rows, total = await listing.page(session, principal, paging)
     return {
-        "assistants": await service.describe(session, rows),
+        "assistants": await listing.describe(session, rows),
         "pagination": Pagination.of(paging, total),
     }
 
@@ -121,8 +121,8 @@ async def get_assistant(
     id: str, session: Session, principal: Annotated[Principal, authenticated()]
 ) -> dict[str, Any]:
     service.check_can_manage(principal)
-    row = await service.get(session, principal, id)
-    return (await service.describe(session, [row]))[0]
+    row = await listing.get(session, principal, id)
+    return (await listing.describe(session, [row]))[0]
 
 
 @router.delete(
@@ -136,7 +136,7 @@ async def revoke_assistant(
     id: str, request: Request, session: Session, principal: Annotated[Principal, authenticated()]
 ) -> dict[str, Any]:
     service.check_can_manage(principal)
-    row = await service.get(session, principal, id)
+    row = await listing.get(session, principal, id)
     await service.revoke(session, row)
     set_audit_target(request, row.id)
     return {"success": True, "id": row.id}

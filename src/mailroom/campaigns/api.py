@@ -22,7 +22,7 @@ from mailroom.core.context import Context
 from mailroom.core.loose import Doc, choice
 from mailroom.core.pagination import Pagination
 from mailroom.models import CAMPAIGN_STATUSES
-from mailroom.web.deps import Paging, set_audit_target, use
+from mailroom.web.deps import Paging, set_audit_target, set_status, use
 from mailroom.web.openapi import errors
 
 router = APIRouter(prefix="/api/v1/campaigns", tags=["Campaigns"])
@@ -155,12 +155,13 @@ async def send_campaign(id: str, ctx: Annotated[Context, use("campaigns:send")])
 async def schedule_campaign(
     id: str,
     body: ScheduleBody,
+    request: Request,
     response: Response,
     ctx: Annotated[Context, use("campaigns:send")],
 ) -> dict[str, Any]:
     campaign = await actions.schedule(ctx, id, body.send_at)
     if campaign.status == "awaiting_approval":
-        response.status_code = 202
+        set_status(request, response, 202)
     return await _one(ctx, campaign)
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from mailroom.assistants import listing
 from mailroom.assistants import service as assistants
 from mailroom.core.auth import PERMISSIONS
 from mailroom.core.context import Context
@@ -89,10 +90,10 @@ async def assistants_page(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         assistants.check_can_manage(ctx.principal)
         number = _page_number(request)
-        rows, total = await assistants.page(
+        rows, total = await listing.page(
             ctx.session, ctx.principal, PageParams(page=number, limit=PAGE_SIZE)
         )
-        listed = [_shown(item) for item in await assistants.describe(ctx.session, rows)]
+        listed = [_shown(item) for item in await listing.describe(ctx.session, rows)]
         return render.page(
             "assistants.html",
             title="Assistants",
@@ -115,7 +116,7 @@ async def assistants_page(request: Request) -> Response:
 async def revoke_assistant_page(assistant_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         assistants.check_can_manage(ctx.principal)
-        found = await assistants.get(ctx.session, ctx.principal, assistant_id)
+        found = await listing.get(ctx.session, ctx.principal, assistant_id)
         return render.page(
             "revoke_assistant.html",
             title="Revoke an assistant",
@@ -131,7 +132,7 @@ async def revoke_assistant_page(assistant_id: str, request: Request) -> Response
 async def revoke_assistant(assistant_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         assistants.check_can_manage(ctx.principal)
-        found = await assistants.get(ctx.session, ctx.principal, assistant_id)
+        found = await listing.get(ctx.session, ctx.principal, assistant_id)
         await assistants.revoke(ctx.session, found)
         audit_write(ctx, request, "revoke_assistant", found.id, 200)
         sessions.flash(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Annotated, Any
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Query, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -55,6 +55,13 @@ def set_audit_target(request: Request, target_id: str | None) -> None:
     request.state.audit_target = target_id
 
 
+def set_status(request: Request, response: Response, status: int) -> None:
+    """Answer `status` instead of the route's usual one (e.g. 202 for a request held for
+    approval), and audit the write under it."""
+    response.status_code = status
+    request.state.audit_status = status
+
+
 def _audit_target(request: Request) -> str | None:
     explicit = getattr(request.state, "audit_target", None)
     if explicit:
@@ -95,7 +102,11 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
                     method=request.method,
                     path=request.url.path,
                     target_id=_audit_target(request),
-                    status=int(getattr(route, "status_code", None) or 200),
+                    status=int(
+                        getattr(request.state, "audit_status", None)
+                        or getattr(route, "status_code", None)
+                        or 200
+                    ),
                 )
             )
             # The request's Idempotency-Key commits with its work, or neither does.

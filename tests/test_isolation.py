@@ -37,6 +37,7 @@ M = "Image not found"
 TP, SG, D = "Template not found", "Segment not found", "Domain not found"
 CP, MS = "Campaign not found", "Message not found"
 AU = "Automation not found"
+AS = "Assistant not found"
 FO = "Form not found"
 PIXEL = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
@@ -197,6 +198,15 @@ CASES = [
         "/api/v1/custom-fields/{key}",
         "/api/v1/custom-fields/{a_key}",
         K,
+    ),
+    # assistants
+    Case("get-assistant", "GET", "/api/v1/assistants/{id}", "/api/v1/assistants/{a_assistant}", AS),
+    Case(
+        "delete-assistant",
+        "DELETE",
+        "/api/v1/assistants/{id}",
+        "/api/v1/assistants/{a_assistant}",
+        AS,
     ),
     # media
     Case("delete-media", "DELETE", "/api/v1/media/{id}", "/api/v1/media/{a_media}", M),
@@ -620,7 +630,21 @@ async def world(client, factory) -> World:
             201,
         )
     )["form"]
+    grant = await _ok(
+        await client.post(
+            "/api/v1/assistants/grants",
+            json={"name": "Secret agent", "permissions": ["contacts:read"]},
+            headers=a.headers,
+        ),
+        201,
+    )
+    a_assistant = await _ok(
+        await client.post(
+            "/api/v1/assistants/grants/exchange", json={"grant": grant["grant"]["code"]}
+        )
+    )
     ids = {
+        "a_assistant": a_assistant["assistant_id"],
         "a_form": a_form["id"],
         "a_auto": a_auto["id"],
         "b_auto": b_auto["id"],
@@ -643,7 +667,7 @@ async def world(client, factory) -> World:
     secrets = [a_contact["id"], a_tag["id"], a_list["id"], "victim@mailtest.io", "Vicky", "gold"]
     secrets += ["Secret VIP", "Secret list", a.workspace_id, "whsec_recorder", a_hook["url"]]
     secrets += ["Secret template", "Secret subject", "Secret segment", "secret-shop.example"]
-    secrets += ["Secret campaign", a_message["id"]]
+    secrets += ["Secret campaign", a_message["id"], "Secret agent", a_assistant["assistant_id"]]
     return World(a, b, ids, secrets)
 
 
@@ -686,6 +710,8 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "segments": "/api/v1/segments",
         "domains": "/api/v1/domains",
         "campaigns": "/api/v1/campaigns",
+        "assistant": f"/api/v1/assistants/{ids['a_assistant']}",
+        "assistants": "/api/v1/assistants",
     }
     state: dict[str, Any] = {}
     for name, path in reads.items():
@@ -754,6 +780,8 @@ async def test_listings_never_show_another_workspace(client, world):
     assert [c["id"] for c in (await get("/api/v1/contacts", tag=ids["b_tag"]))["contacts"]] == [
         ids["b_contact"]
     ]
+
+    assert (await get("/api/v1/assistants"))["assistants"] == []
 
     tags = await get("/api/v1/tags")
     assert [t["id"] for t in tags["tags"]] == [ids["b_tag"]]

@@ -360,6 +360,31 @@ def _webhook(w: World) -> str:
     return str(w.extra["webhook"])
 
 
+async def _connect_assistant(w: World) -> None:
+    grant = await w.ok(
+        "POST",
+        "/api/v1/assistants/grants",
+        201,
+        json={"name": "Agent", "permissions": ["contacts:read"]},
+    )
+    exchanged = await w.client.post(
+        "/api/v1/assistants/grants/exchange", json={"grant": grant["grant"]["code"]}
+    )
+    assert exchanged.status_code == 200, exchanged.text
+    w.extra["assistant"] = exchanged.json()["assistant_id"]
+    w.extra["grant"] = grant["grant"]["code"]
+
+
+async def _make_grant(w: World) -> None:
+    grant = await w.ok(
+        "POST",
+        "/api/v1/assistants/grants",
+        201,
+        json={"name": "Agent", "permissions": ["contacts:read"]},
+    )
+    w.extra["grant"] = grant["grant"]["code"]
+
+
 async def _make_webhook(w: World) -> None:
     made = await w.ok(
         "POST",
@@ -702,6 +727,25 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
         _awaiting_confirmation,
     ),
     "POST /api/v1/sending/resume": (lambda w: w.call("POST", "/api/v1/sending/resume"), _paused),
+    # Assistants are agents, not contacts.
+    "POST /api/v1/assistants/grants": (
+        lambda w: w.call(
+            "POST",
+            "/api/v1/assistants/grants",
+            json={"name": "Agent", "permissions": ["contacts:read"]},
+        ),
+        None,
+    ),
+    "POST /api/v1/assistants/grants/exchange": (
+        lambda w: w.client.post(
+            "/api/v1/assistants/grants/exchange", json={"grant": w.extra["grant"]}
+        ),
+        _make_grant,
+    ),
+    "DELETE /api/v1/assistants/{id}": (
+        lambda w: w.call("DELETE", f"/api/v1/assistants/{w.extra['assistant']}"),
+        _connect_assistant,
+    ),
 }
 
 

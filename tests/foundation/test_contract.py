@@ -126,6 +126,11 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "whether the contact may be mailed is its state",
     ),
     (
+        r"POST /api/v1/send",
+        r"^html_content or text_content is required",
+        "a template_id brings the stored template's content, which may be empty",
+    ),
+    (
         r"POST /api/v1/campaigns/\{id\}/schedule",
         r"^send_at must be (in the future|within a year)",
         "whether a moment is in the future depends on when the request arrives",

@@ -58,14 +58,17 @@ class Budget:
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
-        self.deadline = time.monotonic() + limits.seconds
+        # CPU time of the rendering thread, not the wall clock: what a render spends is its
+        # own work, and a busy machine (other processes, other renders) must not fail it.
+        # A template cannot sleep or wait, so its CPU time is all the time it takes.
+        self.deadline = time.thread_time() + limits.seconds
         self.output = 0
         self.work = 0
         self.turns = 0
         self.depth = 0
 
     def tick(self) -> None:
-        if time.monotonic() > self.deadline:
+        if time.thread_time() > self.deadline:
             raise BudgetExceeded(
                 f"rendering took longer than {self.limits.seconds:g} second(s) (time budget)"
             )

@@ -39,6 +39,8 @@ CP, MS = "Campaign not found", "Message not found"
 AU = "Automation not found"
 AS = "Assistant not found"
 FO = "Form not found"
+ST = "Store not found"
+SHOP = "/api/v1/ecommerce/stores/"
 PIXEL = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
     b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
@@ -434,6 +436,52 @@ CASES = [
         "/api/v1/lists/{b_list}/contacts/{a_contact}/confirmation",
         C,
     ),
+    # e-commerce: a store and what it holds
+    *[
+        Case(f"{method.lower()}-{label}", method, SHOP + route, SHOP + path, ST, body)
+        for label, method, route, path, body in [
+            ("store", "GET", "{id}", "{a_store}", None),
+            ("store", "PATCH", "{id}", "{a_store}", {"name": "Hacked"}),
+            ("store", "DELETE", "{id}", "{a_store}", None),
+            ("products", "GET", "{store_id}/products", "{a_store}/products", None),
+            ("product", "GET", "{store_id}/products/{external_id}", "{a_store}/products/p1", None),
+            (
+                "product",
+                "PUT",
+                "{store_id}/products/{external_id}",
+                "{a_store}/products/p1",
+                {"title": "Hacked"},
+            ),
+            (
+                "product",
+                "DELETE",
+                "{store_id}/products/{external_id}",
+                "{a_store}/products/p1",
+                None,
+            ),
+            ("orders", "GET", "{store_id}/orders", "{a_store}/orders", None),
+            (
+                "orders-batch",
+                "POST",
+                "{store_id}/orders/batch",
+                "{a_store}/orders/batch",
+                {"orders": [{"external_id": "o1", "total": "0.00"}]},
+            ),
+            ("order", "GET", "{store_id}/orders/{external_id}", "{a_store}/orders/o1", None),
+            (
+                "order",
+                "PUT",
+                "{store_id}/orders/{external_id}",
+                "{a_store}/orders/o1",
+                {"total": "0.00", "status": "refunded"},
+            ),
+            ("order", "DELETE", "{store_id}/orders/{external_id}", "{a_store}/orders/o1", None),
+            ("carts", "GET", "{store_id}/carts", "{a_store}/carts", None),
+            ("cart", "GET", "{store_id}/carts/{external_id}", "{a_store}/carts/c1", None),
+            ("cart", "PUT", "{store_id}/carts/{external_id}", "{a_store}/carts/c1", {"total": 0}),
+            ("cart", "DELETE", "{store_id}/carts/{external_id}", "{a_store}/carts/c1", None),
+        ]
+    ],
 ]
 
 
@@ -643,7 +691,25 @@ async def world(client, factory) -> World:
             "/api/v1/assistants/grants/exchange", json={"grant": grant["grant"]["code"]}
         )
     )
+    a_store = (
+        await _ok(
+            await client.post(
+                "/api/v1/ecommerce/stores",
+                json={"name": "Secret shop", "currency": "EUR"},
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["store"]
+    shop = f"/api/v1/ecommerce/stores/{a_store['id']}"
+    await _ok(
+        await client.put(f"{shop}/products/p1", json={"title": "Pen"}, headers=a.headers), 201
+    )
+    order = {"total": "9.99", "email": "victim@mailtest.io", "cart_id": "c1"}
+    await _ok(await client.put(f"{shop}/carts/c1", json={"total": "9.99"}, headers=a.headers), 201)
+    await _ok(await client.put(f"{shop}/orders/o1", json=order, headers=a.headers), 201)
     ids = {
+        "a_store": a_store["id"],
         "a_assistant": a_assistant["assistant_id"],
         "a_form": a_form["id"],
         "a_auto": a_auto["id"],
@@ -668,6 +734,7 @@ async def world(client, factory) -> World:
     secrets += ["Secret VIP", "Secret list", a.workspace_id, "whsec_recorder", a_hook["url"]]
     secrets += ["Secret template", "Secret subject", "Secret segment", "secret-shop.example"]
     secrets += ["Secret campaign", a_message["id"], "Secret agent", a_assistant["assistant_id"]]
+    secrets += ["Secret shop", a_store["id"], a_store["webhook_secret"]]
     return World(a, b, ids, secrets)
 
 
@@ -712,6 +779,10 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "campaigns": "/api/v1/campaigns",
         "assistant": f"/api/v1/assistants/{ids['a_assistant']}",
         "assistants": "/api/v1/assistants",
+        "store": f"/api/v1/ecommerce/stores/{ids['a_store']}",
+        "store_orders": f"/api/v1/ecommerce/stores/{ids['a_store']}/orders",
+        "store_products": f"/api/v1/ecommerce/stores/{ids['a_store']}/products",
+        "store_carts": f"/api/v1/ecommerce/stores/{ids['a_store']}/carts",
     }
     state: dict[str, Any] = {}
     for name, path in reads.items():

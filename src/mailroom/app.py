@@ -43,6 +43,7 @@ from mailroom.dashboard.template_pages import router as dashboard_templates_rout
 from mailroom.dashboard.webhook_pages import router as dashboard_webhooks_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
+from mailroom.ecommerce.api import router as ecommerce_router
 from mailroom.forms.api import router as forms_router
 from mailroom.forms.pages import router as form_pages_router
 from mailroom.lists.api import router as lists_router
@@ -122,6 +123,7 @@ ROUTERS = [
     domains_router,
     campaigns_router,
     automations_router,
+    ecommerce_router,
     forms_router,
     sending_router,
     media_router,

@@ -32,6 +32,7 @@ from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.db import HEARTBEAT_SECONDS, Database, due_work_models
 from mailroom.domains import service as domains_service
+from mailroom.ecommerce import abandon as ecommerce_abandon
 from mailroom.forms import upkeep as form_upkeep
 from mailroom.jobs import service as jobs_service
 from mailroom.models import WorkerProcess
@@ -114,6 +115,7 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("automations", automation_runner.tick, min(0.5, settings.worker_poll_interval)),
         # Anniversary enrolments are per day at a minute: looking each minute is on time.
         Loop("anniversaries", anniversaries.tick, 60),
+        Loop("abandon-carts", ecommerce_abandon.tick, ecommerce_abandon.IDLE_SECONDS),
         Loop("prune-sending", _prune_sending, 3600),
         Loop(
             "webhook-deliveries",

@@ -505,6 +505,21 @@ async def _awaiting_confirmation(w: World) -> None:
     )
 
 
+async def _make_store(w: World) -> None:
+    made = await w.ok(
+        "POST", "/api/v1/ecommerce/stores", 201, json={"name": "Shop", "currency": "EUR"}
+    )
+    w.extra["store"] = made["store"]["id"]
+    shop = f"/api/v1/ecommerce/stores/{w.extra['store']}"
+    await w.ok("PUT", f"{shop}/products/p1", 201, json={"title": "Mug", "price": "9.50"})
+    await w.ok("PUT", f"{shop}/orders/o1", 201, json={"email": A, "total": "9.50"})
+    await w.ok("PUT", f"{shop}/carts/c1", 201, json={"email": A, "total": "9.50"})
+
+
+def _shop(w: World) -> str:
+    return f"/api/v1/ecommerce/stores/{w.extra['store']}"
+
+
 NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]], Any]] = {
     "POST /api/v1/tags": (lambda w: w.call("POST", "/api/v1/tags", json={"name": "new"}), None),
     "PATCH /api/v1/tags/{id}": (
@@ -745,6 +760,53 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
     "DELETE /api/v1/assistants/{id}": (
         lambda w: w.call("DELETE", f"/api/v1/assistants/{w.extra['assistant']}"),
         _connect_assistant,
+    ),
+    # Orders and carts never subscribe anyone (issue 27): a buyer is a customer, not a contact.
+    "POST /api/v1/ecommerce/stores": (
+        lambda w: w.call(
+            "POST", "/api/v1/ecommerce/stores", json={"name": "Shop", "currency": "EUR"}
+        ),
+        None,
+    ),
+    "PATCH /api/v1/ecommerce/stores/{id}": (
+        lambda w: w.call("PATCH", _shop(w), json={"name": "Shop 2"}),
+        _make_store,
+    ),
+    "DELETE /api/v1/ecommerce/stores/{id}": (
+        lambda w: w.call("DELETE", _shop(w)),
+        _make_store,
+    ),
+    "PUT /api/v1/ecommerce/stores/{store_id}/products/{external_id}": (
+        lambda w: w.call("PUT", f"{_shop(w)}/products/p2", json={"title": "Cup", "price": "5"}),
+        _make_store,
+    ),
+    "DELETE /api/v1/ecommerce/stores/{store_id}/products/{external_id}": (
+        lambda w: w.call("DELETE", f"{_shop(w)}/products/p1"),
+        _make_store,
+    ),
+    "PUT /api/v1/ecommerce/stores/{store_id}/orders/{external_id}": (
+        lambda w: w.call("PUT", f"{_shop(w)}/orders/o2", json={"email": B, "total": "5.00"}),
+        _make_store,
+    ),
+    "POST /api/v1/ecommerce/stores/{store_id}/orders/batch": (
+        lambda w: w.call(
+            "POST",
+            f"{_shop(w)}/orders/batch",
+            json={"orders": [{"external_id": "o3", "email": "new@acme.io", "total": "1.00"}]},
+        ),
+        _make_store,
+    ),
+    "DELETE /api/v1/ecommerce/stores/{store_id}/orders/{external_id}": (
+        lambda w: w.call("DELETE", f"{_shop(w)}/orders/o1"),
+        _make_store,
+    ),
+    "PUT /api/v1/ecommerce/stores/{store_id}/carts/{external_id}": (
+        lambda w: w.call("PUT", f"{_shop(w)}/carts/c2", json={"email": B, "total": "5.00"}),
+        _make_store,
+    ),
+    "DELETE /api/v1/ecommerce/stores/{store_id}/carts/{external_id}": (
+        lambda w: w.call("DELETE", f"{_shop(w)}/carts/c1"),
+        _make_store,
     ),
 }
 

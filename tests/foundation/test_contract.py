@@ -198,6 +198,12 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "a custom field's operators and values are those of its registered type (an "
         "unregistered key is text)",
     ),
+    (
+        r"PUT /api/v1/ecommerce/stores/\{store_id\}/(orders|carts)/\{external_id\}|"
+        r"POST /api/v1/ecommerce/stores/\{store_id\}/orders/batch",
+        r"^currency must be [A-Z]{3}$",
+        "an order's or cart's currency, when given, is its store's",
+    ),
 ]
 
 

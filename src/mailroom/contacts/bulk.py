@@ -30,6 +30,7 @@ from mailroom.contacts.selection import (
 from mailroom.core.auth import Principal
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
+from mailroom.ecommerce import customers
 from mailroom.events import bulk as bulk_events
 from mailroom.lists import service as lists
 from mailroom.models import Contact
@@ -299,6 +300,7 @@ async def _delete(ctx: Context, selection: Selection, *, erase: bool) -> None:
     )
     await drop_all_memberships(ctx, selection, erased=erase)
     await send_history.anonymise(ctx, selection, erase=erase)
+    await customers.forget(ctx, selection, erase=erase)
     if erase:
         await submissions.erase(ctx, selection)
     await execute(

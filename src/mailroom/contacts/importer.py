@@ -30,6 +30,7 @@ from mailroom.core.ids import new_id
 from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
 from mailroom.custom_fields import values as cf
+from mailroom.ecommerce import customers
 from mailroom.lists import service as lists
 from mailroom.models import (
     Contact,
@@ -246,6 +247,8 @@ async def import_csv(
                 }
 
         report.imported = await writes.insert(ctx, Contact, new_rows())
+        # Orders and carts already stored for these addresses name their new contacts.
+        await customers.link(ctx, [hashes[e] for e in new_emails])
 
         run = new_id()
 

@@ -21,6 +21,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.db import serialise
+from mailroom.ecommerce import customers
 from mailroom.events import service as events
 from mailroom.models import (
     CONTACT_STATUSES,
@@ -272,6 +273,7 @@ async def create_contact(
         raise ApiError(409, DUPLICATE) from None
     if suppression is not None:
         await suppressions.remove(ctx, suppression)
+    await customers.link(ctx, [digest])  # the address's orders and carts name it from now on
     await events.emit_contact_event(ctx, "contact.created", contact, tags=[], form_id=form_id)
     await automations.enrol(ctx, "contact_created", [contact.id])
     return contact
@@ -400,6 +402,8 @@ async def _update_contact(
     if changed or status_event:
         contact.updated_at = utcnow()
         await ctx.session.flush()
+    if renamed:
+        await customers.link(ctx, [new_hash])
     names = await events.tag_names(ctx, contact.id) if (changed or status_event) else []
     if status_event:
         await events.emit_contact_event(ctx, status_event, contact, tags=names, form_id=form_id)
@@ -483,6 +487,7 @@ async def delete_contact(ctx: Context, contact_id: str, mode: str) -> None:
         await ctx.session.execute(delete(ContactTag).where(ContactTag.contact_id == contact.id))
         await ctx.session.execute(delete(ListMember).where(ListMember.contact_id == contact.id))
     await send_history.anonymise(ctx, one, erase=erase)
+    await customers.forget(ctx, one, erase=erase)
     if erase:
         await submissions.erase(ctx, one)
     await selection.release(ctx, one)

@@ -44,8 +44,8 @@ Mailroom's API as tools, for one workspace (the one your API key or assistant co
 belongs to): contacts (import, export, bulk actions), tags, lists, segments, custom fields,
 suppressions, templates, campaigns (send, schedule, test, report), sending (transactional send,
 the sender identity, pause and resume), automations, signup forms, media (hosted images),
-webhooks, sending domains, connected assistants, the account and its audit log. Each tool is
-one API operation and answers its JSON; errors come back as the API's {"error": ...} text.
+webhooks, sending domains, connected assistants, e-commerce (stores, products, orders, carts),
+the account and its audit log. Each tool is one API operation and answers its JSON; errors come back as the API's {"error": ...} text.
 Writes count toward the plan's hourly write limit. When you are connected as an assistant
 whose sends need approval, sending or scheduling a campaign answers status
 "awaiting_approval": a workspace admin approves it in the dashboard before anything is mailed.

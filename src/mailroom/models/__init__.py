@@ -37,6 +37,16 @@ from mailroom.models.contacts import (
     search_text,
 )
 from mailroom.models.domains import DOMAIN_STATUSES, SendingDomain
+from mailroom.models.ecommerce import (
+    CART_STATUSES,
+    ORDER_STATUSES,
+    STORE_PLATFORMS,
+    Cart,
+    Order,
+    OrderLine,
+    Product,
+    Store,
+)
 from mailroom.models.events import Event
 from mailroom.models.forms import SUBMISSION_STATES, Form, FormSubmission
 from mailroom.models.idempotency import IdempotencyKey
@@ -65,9 +75,11 @@ __all__ = [
     "ASSISTANT_KINDS",
     "AUTOMATION_STATUSES",
     "CAMPAIGN_STATUSES",
+    "CART_STATUSES",
     "CONTACT_STATUSES",
     "DOMAIN_STATUSES",
     "HIT_KINDS",
+    "ORDER_STATUSES",
     "PRIORITY_AUTOMATION",
     "PRIORITY_CAMPAIGN",
     "PRIORITY_TRANSACTIONAL",
@@ -76,6 +88,7 @@ __all__ = [
     "RUN_STATES",
     "SEND_KINDS",
     "SEND_STATUSES",
+    "STORE_PLATFORMS",
     "SUBMISSION_STATES",
     "Account",
     "ApiKey",
@@ -87,6 +100,7 @@ __all__ = [
     "AutomationRun",
     "BulkSelection",
     "Campaign",
+    "Cart",
     "Contact",
     "ContactCounts",
     "ContactTag",
@@ -105,13 +119,17 @@ __all__ = [
     "OAuthClient",
     "OAuthCode",
     "OAuthRequest",
+    "Order",
+    "OrderLine",
     "Person",
+    "Product",
     "RateLimitHit",
     "Segment",
     "SendLog",
     "SendMeter",
     "SendingDomain",
     "SendingSettings",
+    "Store",
     "Suppression",
     "Tag",
     "Template",

@@ -46,9 +46,13 @@ def allowed_methods(app: Any, path: str) -> list[str]:
     index = _resources(app)
     if path in index.fixed:
         return sorted(index.fixed[path])
+    matches = [(p.groups, m) for p, m in index.patterns if p.match(path)]
+    # A path several templates match is the most literal one's: `.../orders/batch` is the
+    # batch route, not an order whose id is `batch`.
+    fewest = min((groups for groups, _ in matches), default=0)
     methods: set[str] = set()
-    for pattern, route_methods in index.patterns:
-        if pattern.match(path):
+    for groups, route_methods in matches:
+        if groups == fewest:
             methods |= route_methods
     return sorted(methods)
 

@@ -46,6 +46,7 @@ from mailroom.models.ecommerce import (
     OrderLine,
     Product,
     Store,
+    StoreDelivery,
 )
 from mailroom.models.events import Event
 from mailroom.models.forms import SUBMISSION_STATES, Form, FormSubmission
@@ -130,6 +131,7 @@ __all__ = [
     "SendingDomain",
     "SendingSettings",
     "Store",
+    "StoreDelivery",
     "Suppression",
     "Tag",
     "Template",

@@ -79,6 +79,9 @@ class AutomationRun(DueWork, Base):
     # When a step that cannot go on yet (sending paused) first held this run.
     held_since: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     history: Mapped[list[dict[str, Any]]] = mapped_column(JSONValue, default=list)
+    # What the run is about, for triggers with a subject: {"store_id", "order_id"} (an order's
+    # id) or {"store_id", "cart_id"} (a cart's id); its email steps render it as order / cart.
+    context: Mapped[dict[str, Any] | None] = mapped_column(JSONValue, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

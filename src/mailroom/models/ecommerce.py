@@ -77,6 +77,8 @@ class Order(Base):
         Index("ix_ecommerce_orders_email_hash", "workspace_id", "email_hash"),
         # A cart arriving after the order that converted it.
         Index("ix_ecommerce_orders_cart", "store_id", "cart_id"),
+        # Revenue of a campaign or automation (its report, the campaign list).
+        Index("ix_ecommerce_orders_attributed", "workspace_id", "attributed_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -96,6 +98,10 @@ class Order(Base):
     cart_id: Mapped[str | None] = mapped_column(String(255), default=None)  # a cart's external id
     # The platform's own last-change time, when it sends one: an older delivery is skipped.
     source_updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The email whose link the buyer clicked last within the store's attribution window
+    # before placing it: "campaign" or "automation", and its id (set once, when created).
+    attributed_type: Mapped[str | None] = mapped_column(String(12), default=None)
+    attributed_id: Mapped[str | None] = mapped_column(String(36), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -148,3 +154,26 @@ class Cart(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # The last change of its content: what "untouched for abandon_after_minutes" counts from.
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StoreDelivery(Base):
+    """One webhook delivery a store platform made to /hooks/<platform>/{store_id}: what the
+    store page lists, and how a platform's retry of one delivery is recognised (its
+    `delivery_id`, the platform's own, once per store). A delivery refused for its signature
+    is not stored."""
+
+    __tablename__ = "ecommerce_deliveries"
+    __table_args__ = (
+        UniqueConstraint("store_id", "delivery_id"),
+        Index("ix_ecommerce_deliveries_store_received", "store_id", "received_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(String(36))
+    store_id: Mapped[str] = mapped_column(ForeignKey("ecommerce_stores.id", ondelete="CASCADE"))
+    platform: Mapped[str] = mapped_column(String(20))
+    topic: Mapped[str] = mapped_column(String(100))
+    delivery_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    outcome: Mapped[str] = mapped_column(String(12))  # applied, ignored, duplicate, invalid
+    detail: Mapped[str] = mapped_column(Text, default="")
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

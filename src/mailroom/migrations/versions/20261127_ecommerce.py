@@ -1,4 +1,5 @@
-"""ecommerce: stores, products, orders (with their lines) and carts
+"""ecommerce: stores, products, orders (with their lines), carts, platform deliveries, revenue
+attribution, and the order or cart an automation run is about
 
 Revision ID: 20261127_05
 Revises: 20261127_04
@@ -104,6 +105,8 @@ def upgrade() -> None:
         sa.Column("lines", _json(), nullable=False),
         sa.Column("cart_id", sa.String(length=255), nullable=True),
         sa.Column("source_updated_at", UTCDateTime(), nullable=True),
+        sa.Column("attributed_type", sa.String(length=12), nullable=True),
+        sa.Column("attributed_id", sa.String(length=36), nullable=True),
         *_stamps(),
         _store_fk("ecommerce_orders"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_ecommerce_orders")),
@@ -119,6 +122,11 @@ def upgrade() -> None:
     )
     op.create_index(
         "ix_ecommerce_orders_email_hash", "ecommerce_orders", ["workspace_id", "email_hash"]
+    )
+    op.create_index(
+        "ix_ecommerce_orders_attributed",
+        "ecommerce_orders",
+        ["workspace_id", "attributed_id", "status"],
     )
     op.create_index(
         "ix_ecommerce_orders_store_placed", "ecommerce_orders", ["store_id", "placed_at", "id"]
@@ -181,8 +189,39 @@ def upgrade() -> None:
         "ix_ecommerce_carts_store_updated", "ecommerce_carts", ["store_id", "updated_at", "id"]
     )
 
+    op.create_table(
+        "ecommerce_deliveries",
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("workspace_id", sa.String(length=36), nullable=False),
+        sa.Column("store_id", sa.String(length=36), nullable=False),
+        sa.Column("platform", sa.String(length=20), nullable=False),
+        sa.Column("topic", sa.String(length=100), nullable=False),
+        sa.Column("delivery_id", sa.String(length=255), nullable=True),
+        sa.Column("outcome", sa.String(length=12), nullable=False),
+        sa.Column("detail", sa.Text(), nullable=False),
+        sa.Column("received_at", UTCDateTime(), nullable=False),
+        _store_fk("ecommerce_deliveries"),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_ecommerce_deliveries")),
+        sa.UniqueConstraint(
+            "store_id",
+            "delivery_id",
+            name=op.f("uq_ecommerce_deliveries_store_id_delivery_id"),
+        ),
+    )
+    op.create_index(
+        "ix_ecommerce_deliveries_store_received",
+        "ecommerce_deliveries",
+        ["store_id", "received_at"],
+    )
+
+    with op.batch_alter_table("automation_runs") as batch:
+        batch.add_column(sa.Column("context", _json(), nullable=True))
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("automation_runs") as batch:
+        batch.drop_column("context")
+    op.drop_table("ecommerce_deliveries")
     op.drop_table("ecommerce_carts")
     op.drop_table("ecommerce_order_lines")
     op.drop_table("ecommerce_orders")

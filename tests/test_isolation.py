@@ -443,6 +443,7 @@ CASES = [
             ("store", "GET", "{id}", "{a_store}", None),
             ("store", "PATCH", "{id}", "{a_store}", {"name": "Hacked"}),
             ("store", "DELETE", "{id}", "{a_store}", None),
+            ("deliveries", "GET", "{store_id}/deliveries", "{a_store}/deliveries", None),
             ("products", "GET", "{store_id}/products", "{a_store}/products", None),
             ("product", "GET", "{store_id}/products/{external_id}", "{a_store}/products/p1", None),
             (
@@ -783,6 +784,7 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "store_orders": f"/api/v1/ecommerce/stores/{ids['a_store']}/orders",
         "store_products": f"/api/v1/ecommerce/stores/{ids['a_store']}/products",
         "store_carts": f"/api/v1/ecommerce/stores/{ids['a_store']}/carts",
+        "store_deliveries": f"/api/v1/ecommerce/stores/{ids['a_store']}/deliveries",
     }
     state: dict[str, Any] = {}
     for name, path in reads.items():

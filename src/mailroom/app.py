@@ -38,12 +38,14 @@ from mailroom.dashboard.security_pages import router as dashboard_security_route
 from mailroom.dashboard.segment_pages import router as dashboard_segments_router
 from mailroom.dashboard.sending_pages import router as dashboard_sending_router
 from mailroom.dashboard.settings_pages import router as dashboard_settings_router
+from mailroom.dashboard.store_pages import router as dashboard_stores_router
 from mailroom.dashboard.suppression_pages import router as dashboard_suppressions_router
 from mailroom.dashboard.template_pages import router as dashboard_templates_router
 from mailroom.dashboard.webhook_pages import router as dashboard_webhooks_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
 from mailroom.ecommerce.api import router as ecommerce_router
+from mailroom.ecommerce.hooks import router as store_hooks_router
 from mailroom.forms.api import router as forms_router
 from mailroom.forms.pages import router as form_pages_router
 from mailroom.lists.api import router as lists_router
@@ -98,6 +100,7 @@ DASHBOARD_ROUTERS = [
     dashboard_suppressions_router,
     dashboard_consent_router,
     dashboard_assistants_router,
+    dashboard_stores_router,
 ]
 
 ROUTERS = [
@@ -108,6 +111,8 @@ ROUTERS = [
     # pages): matching walks every route before them (~10 % of a form submission's CPU).
     form_pages_router,
     pages_router,
+    # Shopify's and WooCommerce's webhook deliveries (signed, no key).
+    store_hooks_router,
     system_router,
     account_router,
     audit_router,

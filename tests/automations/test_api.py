@@ -23,6 +23,8 @@ async def test_create_read_list_update_delete(client, ws):
         "completed": 0,
         "exited": 0,
         "failed": 0,
+        # No store, nothing bought: zero, in no currency.
+        "revenue": {"orders": 0, "total": "0.00", "currency": None, "by_currency": None},
     }
     clash = await client.post(
         "/api/v1/automations",
@@ -59,7 +61,8 @@ async def test_create_read_list_update_delete(client, ws):
         (
             {"trigger": {"type": "birthday"}},
             "trigger.type must be one of: contact_created, "
-            "tag_added, list_joined, form_submitted, date_anniversary, manual",
+            "tag_added, list_joined, form_submitted, date_anniversary, manual, order_placed, "
+            "cart_abandoned",
         ),
         ({"trigger": {"type": "tag_added"}}, "trigger.tag_id is required"),
         ({"trigger": {"type": "tag_added", "tag_id": "nope"}}, "trigger.tag_id: Tag not found"),

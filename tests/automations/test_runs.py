@@ -49,7 +49,14 @@ async def test_a_new_contact_goes_through_a_wait_and_gets_tagged(client, db, ws,
     assert [h["step_id"] for h in run["history"]] == ["pause", "pause", "tag", None]
     assert await tags_of(client, ws, jane) == ["Welcomed"]
     stats = (await get_automation(client, ws, automation["id"]))["stats"]
-    assert stats == {"enrolled": 1, "active": 0, "completed": 1, "exited": 0, "failed": 0}
+    assert stats == {
+        "enrolled": 1,
+        "active": 0,
+        "completed": 1,
+        "exited": 0,
+        "failed": 0,
+        "revenue": {"orders": 0, "total": "0.00", "currency": None, "by_currency": None},
+    }
 
 
 async def _tag_on(client, ws, contact_id, tag_id, *, off=False):

@@ -22,16 +22,22 @@ from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.db import chunks, insert_ignoring_conflicts, sql_uuid
 from mailroom.models import Automation, AutomationRun, Contact
 
-_MATCH = {"tag_added": "tag_id", "list_joined": "list_id", "form_submitted": "form_id"}
+_MATCH = {
+    "tag_added": "tag_id",
+    "list_joined": "list_id",
+    "form_submitted": "form_id",
+    "order_placed": "store_id",
+    "cart_abandoned": "store_id",
+}
 
 
 _CACHE_KEY = "active_automations"
 
 
 async def active(ctx: Context, trigger: str, **match: str) -> list[Automation]:
-    """The workspace's active automations with this trigger (and tag, list or form). All of
-    them are read once per unit of work (a form submission asks for three triggers, an
-    import for each tag and list; a workspace has a handful live)."""
+    """The workspace's active automations with this trigger (and tag, list, form or store).
+    All of them are read once per unit of work (a form submission asks for three triggers,
+    an import for each tag and list; a workspace has a handful live)."""
     found: list[Automation] | None = ctx.cache.get(_CACHE_KEY)
     if found is None:
         found = ctx.cache[_CACHE_KEY] = list(

@@ -8,7 +8,8 @@ due time on the row, so it survives restarts. No network I/O happens here (email
 for the sending engine, webhooks written to the outbox).
 
 A run ends `completed` after its last step, `exited` when its contact is gone, archived or no
-longer subscribed (or at an `exit` step, or when its step was removed by an edit), and
+longer subscribed (or at an `exit` step, when its step was removed by an edit, or when the
+cart it is about was converted or deleted before its email: `commerce.email_data`), and
 `failed` when a step cannot complete (a deleted template or tag, sending paused for more than
 a day): `automation.failed` then fires, at most once per automation per day.
 """
@@ -22,6 +23,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import exists, select
 
+from mailroom.automations import commerce
 from mailroom.automations import steps as shape
 from mailroom.background import WorkerContext
 from mailroom.contacts import service as contacts
@@ -201,7 +203,7 @@ async def _perform(
     if kind == "wait":
         return _Outcome("waiting", until=wait_until(step, automation.time_zone, now))
     if kind == "send_email":
-        return await _send_email(ctx, contact, step, automation.id)
+        return await _send_email(ctx, contact, step, automation.id, run.context)
     if kind in ("add_tag", "remove_tag"):
         tag = await _row(ctx, Tag, step["tag_id"])
         if tag is None:
@@ -268,15 +270,26 @@ async def _row(ctx: Context, model: Any, row_id: str) -> Any:
 
 
 async def _send_email(
-    ctx: Context, contact: Contact, step: dict[str, Any], automation_id: str
+    ctx: Context,
+    contact: Contact,
+    step: dict[str, Any],
+    automation_id: str,
+    context: dict[str, Any] | None,
 ) -> _Outcome:
+    """Queue the step's email; a run about an order or cart (`context`) passes it, as it is
+    now, as the template's `vars.order` / `vars.cart`, or ends when it is gone (converted)."""
+    variables, gone = await commerce.email_data(ctx, context)
+    if gone is not None:
+        return _Outcome(gone, end="exited")
     template = await _row(ctx, Template, step["template_id"])
     if template is None:
         return _Outcome("template not found", end="failed")
     identity = await sending.settings_of(ctx)
     if identity.paused:
         return _Outcome("sending paused", hold=True)
-    body = {"contact_id": contact.id, "template_id": template.id}
+    body: dict[str, Any] = {"contact_id": contact.id, "template_id": template.id}
+    if variables:
+        body["variables"] = variables
     for name in ("from_email", "from_name"):
         if step.get(name):
             body[name] = step[name]

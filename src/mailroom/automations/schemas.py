@@ -11,6 +11,7 @@ from zoneinfo import available_timezones
 from pydantic import BaseModel, Field, field_serializer
 
 from mailroom.automations.step_shapes import STEPS_DESCRIPTION, Steps
+from mailroom.campaigns.schemas import Revenue
 from mailroom.core.loose import Doc, body_config, choice, name_field, text
 from mailroom.core.pagination import Pagination
 from mailroom.models import AUTOMATION_STATUSES, RUN_STATES
@@ -43,9 +44,30 @@ TRIGGER = {
             time=CLOCK,
         ),
         _object(["type"], type={"const": "manual"}),
+        _object(
+            ["type", "store_id"],
+            type={"const": "order_placed"},
+            store_id={**ID, "description": "a store of the workspace"},
+            first_order_only={
+                "type": "boolean",
+                "default": False,
+                "description": "only the contact's first order in the store (no earlier one)",
+            },
+        ),
+        _object(
+            ["type", "store_id"],
+            type={"const": "cart_abandoned"},
+            store_id={**ID, "description": "a store of the workspace"},
+        ),
     ],
     "description": "What enrols a contact. `date_anniversary`: `days` before (negative) or "
-    "after the date in the field each year, at `time` in the automation's time zone.",
+    "after the date in the field each year, at `time` in the automation's time zone. "
+    "`order_placed`: a new order of the store whose address is a subscribed contact's; "
+    "`cart_abandoned`: such a cart, once, when the store counts it abandoned. Their email "
+    "steps see the order or cart as it is when the email is queued, as `vars.order` / "
+    "`vars.cart` (`lines[]` with `title`, `url`, `image_url`, `quantity`, `price`; `total`, "
+    '`currency`; a cart\'s `checkout_url`; money as strings like "19.90"); a cart converted '
+    "(or deleted) by then ends the run `exited`.",
 }
 
 STEPS_TEXT = (
@@ -113,6 +135,10 @@ class AutomationStats(BaseModel):
     completed: int
     exited: int
     failed: int
+    revenue: Revenue = Field(
+        description="Orders placed within the store's attribution_days after the contact "
+        "clicked one of this automation's emails (the last email clicked wins)."
+    )
 
 
 class AutomationOut(BaseModel):

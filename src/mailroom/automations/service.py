@@ -14,6 +14,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.custom_fields import service as custom_fields
 from mailroom.db import serialise
+from mailroom.ecommerce import attribution
 from mailroom.models import (
     AUTOMATION_STATUSES,
     RUN_STATES,
@@ -22,6 +23,7 @@ from mailroom.models import (
     Contact,
     Form,
     MailingList,
+    Store,
     Tag,
     Template,
     WebhookEndpoint,
@@ -72,6 +74,7 @@ async def _checked(ctx: Context, body: dict[str, Any], automation: Automation | 
     await known_ids(ctx, Template, refs.templates, "Template not found")
     await known_ids(ctx, WebhookEndpoint, refs.endpoints, "Webhook endpoint not found")
     await known_ids(ctx, Form, refs.forms, "Form not found")
+    await known_ids(ctx, Store, refs.stores, "Store not found")
     if refs.fields:
         registry = await custom_fields.registry(ctx)
         for place, key in refs.fields:
@@ -222,8 +225,9 @@ def shown_state() -> Any:
     )
 
 
-async def stats_of(ctx: Context, automation_ids: list[str]) -> dict[str, dict[str, int]]:
-    found: dict[str, dict[str, int]] = {
+async def stats_of(ctx: Context, automation_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Runs by state, and the revenue of the orders attributed to each automation's emails."""
+    found: dict[str, dict[str, Any]] = {
         a: {"enrolled": 0, "active": 0, "completed": 0, "exited": 0, "failed": 0}
         for a in automation_ids
     }
@@ -242,6 +246,9 @@ async def stats_of(ctx: Context, automation_ids: list[str]) -> dict[str, dict[st
         stats = found[automation_id]
         stats["enrolled"] += count
         stats["active" if run_state in LIVE else run_state] += count
+    revenue = await attribution.revenue_of(ctx, "automation", automation_ids)
+    for automation_id, stats in found.items():
+        stats["revenue"] = revenue[automation_id]
     return found
 
 
@@ -284,7 +291,7 @@ def run_dict(run: AutomationRun, state: str) -> dict[str, Any]:
     }
 
 
-def as_dict(automation: Automation, stats: dict[str, int]) -> dict[str, Any]:
+def as_dict(automation: Automation, stats: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": automation.id,
         "name": automation.name,

@@ -25,7 +25,10 @@ TRIGGERS = (
     "form_submitted",
     "date_anniversary",
     "manual",
+    "order_placed",
+    "cart_abandoned",
 )
+STORE_TRIGGERS = ("order_placed", "cart_abandoned")  # about one store's orders or carts
 STEP_TYPES = (
     "wait",
     "send_email",
@@ -70,6 +73,7 @@ class References:
     rules: list[tuple[str, Any]]  # condition rules, checked as segment rules
     fields: list[tuple[str, str]]  # custom-field keys (update_field, date_anniversary)
     forms: list[tuple[str, str]]
+    stores: list[tuple[str, str]]  # order_placed, cart_abandoned
 
 
 def _text(value: Any, place: str, *, required: bool = True, max_length: int = 200) -> str:
@@ -133,6 +137,14 @@ def clean_trigger(raw: Any, refs: References) -> dict[str, Any]:
         if not TIME.match(moment):
             raise ApiError(400, "trigger.time must be HH:MM (24-hour)")
         trigger["time"] = moment
+    elif kind in STORE_TRIGGERS:
+        trigger["store_id"] = _text(raw.get("store_id"), "trigger.store_id", max_length=36)
+        refs.stores.append(("trigger.store_id", trigger["store_id"]))
+        if kind == "order_placed":
+            first = raw.get("first_order_only")
+            if first is not None and not isinstance(first, bool):
+                raise ApiError(400, "trigger.first_order_only must be true or false")
+            trigger["first_order_only"] = bool(first)
     return trigger
 
 
@@ -256,7 +268,7 @@ def clean_steps(raw: Any, refs: References) -> list[dict[str, Any]]:
 
 
 def new_references() -> References:
-    return References([], [], [], [], [], [], [])
+    return References([], [], [], [], [], [], [], [])
 
 
 # ---------------------------------------------------------------- the order of a run

@@ -1,6 +1,7 @@
 """A campaign's results: totals from its send log, opens and clicks from its tracking hits
 (people only: scanners' and prefetchers' requests are stored but not counted), clicks per link,
-and opens/clicks per hour over the first 48 hours after it started."""
+opens/clicks per hour over the first 48 hours after it started, and the revenue of the orders
+attributed to it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import func, select
 from mailroom.campaigns.service import get_campaign, stats
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
+from mailroom.ecommerce import attribution
 from mailroom.models import Campaign, TrackingHit
 
 HOURS = 48
@@ -76,6 +78,7 @@ async def report_of(ctx: Context, campaign: Campaign) -> tuple[dict[str, int], d
             for url, n, unique in link_rows.all()
         ],
         "hourly": await _hourly(ctx, campaign.id, campaign.started_at, people),
+        "revenue": (await attribution.revenue_of(ctx, "campaign", [campaign.id]))[campaign.id],
     }
 
 

@@ -248,6 +248,21 @@ class ReportHour(BaseModel):
     clicks: int
 
 
+class RevenueFigures(BaseModel):
+    orders: int = Field(description="Orders attributed (cancelled and refunded ones excluded).")
+    total: str = Field(description="Their total, a decimal string with two places.")
+    currency: str | None = Field(
+        description="ISO 4217; the workspace's first store's when nothing was bought, "
+        "null without a store."
+    )
+
+
+class Revenue(RevenueFigures):
+    by_currency: list[RevenueFigures] | None = Field(
+        default=None, description="Only when the orders used several currencies: each one."
+    )
+
+
 class CampaignReport(BaseModel):
     totals: ReportTotals
     opens: int = Field(description="Every counted open, repeats included.")
@@ -256,6 +271,10 @@ class CampaignReport(BaseModel):
     links: list[ReportLink]
     hourly: list[ReportHour] = Field(
         description="Opens and clicks per hour over the first 48 hours after the start."
+    )
+    revenue: Revenue = Field(
+        description="Orders placed within the store's attribution_days after a recipient "
+        "clicked this campaign's email (the last email clicked wins)."
     )
 
 

@@ -251,9 +251,11 @@ def _step_of(
 def trigger_of(form: dict[str, Any]) -> dict[str, Any]:
     kind = str(form.get("trigger_type") or "contact_created")
     trigger: dict[str, Any] = {"type": kind}
-    for key in ("tag_id", "list_id", "form_id", "field"):
+    for key in ("tag_id", "list_id", "form_id", "field", "store_id"):
         if form.get(f"trigger_{key}"):
             trigger[key] = str(form.get(f"trigger_{key}"))
+    if kind == "order_placed":
+        trigger["first_order_only"] = form.get("trigger_first_order_only") == "on"
     if kind == "date_anniversary":
         days = str(form.get("trigger_days") or "0")
         trigger["days"] = int(days) if days.lstrip("-").isdigit() else days

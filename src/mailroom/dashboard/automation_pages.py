@@ -4,6 +4,8 @@ lists, update a field, a condition, call a webhook endpoint, exit): add, move up
 remove, each step keeping its id so contacts on it stay there; activate and pause (the plan's
 cap explained by the API's message); the runs.
 
+The e-commerce triggers pick a store (and, for orders, whether only a first order counts).
+
 A condition step has its rule (the segment builder's rows) and its yes and no branches, each
 a path a new step can be added to (the form's shape: automation_form). Changing a step's
 type, the trigger, or a rule condition's field lays the form out again in place (htmx);
@@ -28,6 +30,7 @@ from mailroom.dashboard import automation_form as af
 from mailroom.dashboard import render
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.dashboard.segment_pages import RuleChoices, rule_choices
+from mailroom.ecommerce import service as stores
 from mailroom.forms import service as forms
 from mailroom.models import AutomationRun
 from mailroom.people import sessions
@@ -44,6 +47,8 @@ TRIGGER_NAMES = {
     "form_submitted": "a form is submitted",
     "date_anniversary": "a date comes round",
     "manual": "you add contacts (API)",
+    "order_placed": "an order is placed",
+    "cart_abandoned": "a cart is abandoned",
 }
 TRIGGER_HELP = {
     "contact_created": "A contact created through the API enters, and an import's new "
@@ -55,6 +60,12 @@ TRIGGER_HELP = {
     "time in the automation's time zone.",
     "manual": "Contacts enter only when you enrol them through the API "
     "(POST /api/v1/automations/{id}/enrol).",
+    "order_placed": "A contact enters when a new order of this store comes with its address. "
+    "Emails show the order as vars.order (lines with title, url, image_url, quantity, price; "
+    "total, currency).",
+    "cart_abandoned": "A contact enters when its cart in this store is abandoned (once per "
+    "cart). Emails show it as vars.cart (lines, total, checkout_url); a cart converted "
+    "before an email ends the run.",
 }
 
 
@@ -62,6 +73,7 @@ async def _choices(ctx: Context, rules: RuleChoices) -> dict[str, list[tuple[str
     first = PageParams(1, SHOWN)
     template_rows, _ = await templates.list_templates(ctx, first, None)
     form_rows, _ = await forms.list_forms(ctx, first, None)
+    store_rows, _ = await stores.list_stores(ctx, first, None)
     registry = await custom_fields.registry(ctx)
     endpoints = await webhooks.list_endpoints(ctx) if ctx.principal.is_admin else []
     return {
@@ -69,6 +81,7 @@ async def _choices(ctx: Context, rules: RuleChoices) -> dict[str, list[tuple[str
         "lists": list(rules.by_id["lists"].items()),
         "templates": [(t.id, t.name) for t in template_rows],
         "forms": [(f.id, f.name) for f in form_rows],
+        "stores": [(s.id, s.name) for s in store_rows],
         "fields": [(k, f.label) for k, f in registry.items()],
         "date_fields": [(k, f.label) for k, f in registry.items() if f.type == "date"],
         "endpoints": [(e.id, e.description or e.url) for e in endpoints if e.channel == "server"],

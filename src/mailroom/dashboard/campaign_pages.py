@@ -8,6 +8,7 @@ Every action is the API's (`campaigns.service`, `.actions`, `.approval`, `.repor
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,6 +27,7 @@ from mailroom.dashboard import render
 from mailroom.dashboard.charts import bar_chart, hourly_chart
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.dashboard.template_pages import preview_document
+from mailroom.ecommerce import attribution
 from mailroom.lists import service as lists
 from mailroom.models import Campaign
 from mailroom.people import sessions
@@ -61,6 +63,9 @@ async def campaign_rows(ctx: Context, page: PageParams) -> tuple[list[dict[str, 
     (read from the send log of this page's campaigns only: paging bounds that read)."""
     rows, total = await campaigns.list_campaigns(ctx, page, None, None)
     stats = await campaigns.stats(ctx, [c.id for c in rows])
+    # Revenue only where there is a store to earn it (a workspace without one sees no column).
+    shop = await attribution.default_currency(ctx)
+    revenue = await attribution.revenue_of(ctx, "campaign", [c.id for c in rows]) if shop else {}
     return [
         {
             "id": c.id,
@@ -70,9 +75,15 @@ async def campaign_rows(ctx: Context, page: PageParams) -> tuple[list[dict[str, 
             "sent": stats[c.id]["sent"],
             "open_rate": _rate(stats[c.id]["opened"], stats[c.id]["sent"]),
             "click_rate": _rate(stats[c.id]["clicked"], stats[c.id]["sent"]),
+            "revenue": money_text(revenue[c.id]) if shop else None,
         }
         for c in rows
     ], total
+
+
+def money_text(figures: dict[str, Any]) -> str:
+    """Revenue as people read it: `1,234.50 EUR`."""
+    return f"{Decimal(figures['total']):,.2f} {figures['currency'] or ''}".strip()
 
 
 @router.get(PATH)
@@ -287,6 +298,7 @@ async def _report_page(visitor: Visitor, ctx: Context, stored: Campaign, page: i
         started=when(campaign["started_at"]),
         finished=when(campaign["finished_at"]),
         report=found,
+        revenue=money_text(found["revenue"]) if found["revenue"]["currency"] else None,
         rates={k: f"{v * 100:.1f} %" for k, v in found["rates"].items()},
         progress=progress,
         chart=hourly_chart(found["hourly"]),

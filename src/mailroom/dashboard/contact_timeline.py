@@ -1,6 +1,6 @@
 """A contact's timeline on its page: what happened to it, newest first, from the records
-that already hold it: its own dates, the send log, its form submissions, and its automation
-runs with their step history."""
+that already hold it: its own dates, the send log, its form submissions, its automation
+runs with their step history, and its orders and abandoned carts."""
 
 from __future__ import annotations
 
@@ -12,13 +12,17 @@ from sqlalchemy import select
 from mailroom.automations.steps import walk
 from mailroom.core.context import Context
 from mailroom.dashboard.frame import when
+from mailroom.ecommerce.values import cents_text
 from mailroom.models import (
     Automation,
     AutomationRun,
     Campaign,
+    Cart,
     Form,
     FormSubmission,
+    Order,
     SendLog,
+    Store,
 )
 
 TIMELINE = 50  # events shown (and at most this many rows read of each kind)
@@ -39,6 +43,7 @@ async def timeline_of(ctx: Context, contact: dict[str, Any]) -> list[dict[str, A
     items += await _messages(ctx, contact["id"])
     items += await _submissions(ctx, contact["id"])
     items += await _automation_steps(ctx, contact["id"])
+    items += await _purchases(ctx, contact["id"])
     items.sort(key=lambda item: item[0], reverse=True)
     return [{"when": when(at), "text": text} for at, text in items[:TIMELINE]]
 
@@ -116,4 +121,39 @@ async def _automation_steps(ctx: Context, contact_id: str) -> list[tuple[datetim
             items.append((at, f"Automation “{name}”: {step}{entry.get('outcome')}"))
         if run.ended_at is not None:
             items.append((run.ended_at, f"Left automation “{name}” ({run.state})"))
+    return items
+
+
+async def _purchases(ctx: Context, contact_id: str) -> list[tuple[datetime, str]]:
+    """Orders (with their status when not simply placed) and carts left behind."""
+    items: list[tuple[datetime, str]] = []
+    orders = await ctx.session.execute(
+        select(Order.placed_at, Order.external_id, Order.status, Order.total, Order.currency)
+        .add_columns(Store.name)
+        .join(Store, Store.id == Order.store_id)
+        .where(Order.workspace_id == ctx.workspace_id, Order.contact_id == contact_id)
+        .order_by(Order.placed_at.desc())
+        .limit(TIMELINE)
+    )
+    for placed_at, number, status, total, currency, store in orders.all():
+        state = "" if status == "placed" else f", {status}"
+        money = f"{cents_text(total)} {currency}"
+        items.append((placed_at, f"Ordered #{number} at “{store}”: {money}{state}"))
+    carts = await ctx.session.execute(
+        select(Cart.abandoned_at, Cart.total, Cart.currency, Cart.status, Store.name)
+        .join(Store, Store.id == Cart.store_id)
+        .where(
+            Cart.workspace_id == ctx.workspace_id,
+            Cart.contact_id == contact_id,
+            Cart.abandoned_at.is_not(None),
+        )
+        .order_by(Cart.abandoned_at.desc())
+        .limit(TIMELINE)
+    )
+    for abandoned_at, total, currency, status, store in carts.all():
+        if abandoned_at is None:  # filtered out above; says so to the type checker
+            continue
+        later = " (bought later)" if status == "converted" else ""
+        text = f"Left a cart at “{store}”: {cents_text(total)} {currency}{later}"
+        items.append((abandoned_at, text))
     return items

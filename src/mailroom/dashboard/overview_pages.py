@@ -1,10 +1,11 @@
 """The overview (`/app`): the next steps while a workspace is new (import contacts, verify a
 sending domain, write a template, send a campaign), contacts by status, this month's emails
-against the allowance, delivery health, the last campaigns with their open and click rates,
-and the automations running, each from the service the API uses."""
+against the allowance, delivery health, revenue from email (when the workspace has a store),
+the last campaigns with their open and click rates, and the automations running, each from the service the API uses."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,12 +14,14 @@ from fastapi.responses import Response
 from mailroom.automations import service as automations
 from mailroom.campaigns import service as campaigns
 from mailroom.contacts import service as contacts
+from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
-from mailroom.dashboard.campaign_pages import campaign_rows
+from mailroom.dashboard.campaign_pages import campaign_rows, money_text
 from mailroom.dashboard.frame import Visitor, as_visitor
 from mailroom.domains import service as domains
+from mailroom.ecommerce import attribution
 from mailroom.models.contacts import CONTACT_STATUSES
 from mailroom.people import sessions
 from mailroom.sending import service as sending
@@ -27,6 +30,7 @@ from mailroom.templates import service as templates
 router = APIRouter(include_in_schema=False)
 RECENT = 5
 DOMAINS_READ = 100
+REVENUE_DAYS = 30
 
 
 async def next_steps(
@@ -78,6 +82,7 @@ async def overview(request: Request) -> Response:
         allowance = state["monthly_allowance"] or 0
         total = sum(counts.values())
         recent, campaign_total = await campaign_rows(ctx, PageParams(1, RECENT))
+        earned = await attribution.since(ctx, utcnow() - timedelta(days=REVENUE_DAYS))
         return render.page(
             "overview.html",
             title="Overview",
@@ -94,6 +99,9 @@ async def overview(request: Request) -> Response:
             bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
             complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
             campaigns=recent,
+            revenue={"text": money_text(earned), "orders": earned["orders"]}
+            if earned["currency"]
+            else None,
             automations=[
                 {"name": a.name, "active": runs[a.id]["active"], "enrolled": runs[a.id]["enrolled"]}
                 for a in running

@@ -3,8 +3,9 @@
 
 One UPDATE per distinct delay among the stores (most keep the default hour, so usually one
 statement for every workspace), reading the `(status, updated_at)` index: only active carts
-older than the delay are looked at. `mark_due` returns the carts it abandoned, which is where
-`cart_abandoned` automations will enrol them.
+older than the delay are looked at. `mark_due` returns the carts it abandoned, after
+enrolling their contacts in `cart_abandoned` automations in the same transaction (a cart is
+abandoned once, so it starts one run).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, cast
 from sqlalchemy import Table, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from mailroom.automations import commerce as automations_commerce
 from mailroom.background import WorkerContext
 from mailroom.core.clock import utcnow
 from mailroom.models import Cart, Store
@@ -33,7 +35,7 @@ class Abandoned:
 
 
 async def mark_due(session: AsyncSession, *, now: datetime | None = None) -> list[Abandoned]:
-    """Abandon every due cart of every workspace; returns those abandoned."""
+    """Abandon every due cart of every workspace and enrol them; returns those abandoned."""
     now = now or utcnow()
     delays = (
         await session.scalars(
@@ -57,6 +59,7 @@ async def mark_due(session: AsyncSession, *, now: datetime | None = None) -> lis
             .returning(carts.workspace_id, carts.store_id, carts.id)
         )
         abandoned.extend(Abandoned(*row) for row in result.all())
+    await automations_commerce.carts_abandoned(session, abandoned)
     return abandoned
 
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query, Request, Response
 from mailroom.core.context import Context
 from mailroom.core.loose import Doc, choice
 from mailroom.core.pagination import Pagination
-from mailroom.ecommerce import carts, orders, products, service, values
+from mailroom.ecommerce import carts, deliveries, orders, products, service, values
 from mailroom.ecommerce.schemas import (
     EXTERNAL_ID,
     BatchAnswer,
@@ -16,6 +16,7 @@ from mailroom.ecommerce.schemas import (
     CartPut,
     Deleted,
     DeletedExternal,
+    DeliveryList,
     OrderBatch,
     OrderEnvelope,
     OrderList,
@@ -97,8 +98,8 @@ async def get_store(id: str, ctx: Read) -> dict[str, Any]:
     "/stores/{id}",
     response_model=StoreEnvelope,
     summary="Change a store",
-    description="Name, platform, abandon_after_minutes, attribution_days; currency only while "
-    "the store has no orders.",
+    description="Name, platform, abandon_after_minutes, attribution_days, webhook_secret (never "
+    "shown again); currency only while the store has no orders.",
     responses=errors(400, 404, 409),
 )
 async def update_store(id: str, body: StoreUpdate, ctx: Write) -> dict[str, Any]:
@@ -116,6 +117,24 @@ async def update_store(id: str, body: StoreUpdate, ctx: Write) -> dict[str, Any]
 async def delete_store(id: str, ctx: Write) -> dict[str, Any]:
     await service.delete_store(ctx, id)
     return {"success": True, "id": id}
+
+
+@router.get(
+    "/stores/{store_id}/deliveries",
+    response_model=DeliveryList,
+    summary="List a store's webhook deliveries",
+    description="What Shopify or WooCommerce posted to the store's `/hooks/<platform>/{id}` "
+    "and what came of it, newest first. Deliveries refused for their signature are not "
+    "kept, and a platform's retry of a delivery already received adds none.",
+    responses=errors(400, 404, e404=STORE_404),
+)
+async def list_store_deliveries(store_id: str, ctx: Read, paging: Paging) -> dict[str, Any]:
+    store = await service.get_store(ctx, store_id)
+    rows, total = await deliveries.page(ctx, store, paging)
+    return {
+        "deliveries": [deliveries.as_dict(d) for d in rows],
+        "pagination": Pagination.of(paging, total),
+    }
 
 
 # ---------------------------------------------------------------- products

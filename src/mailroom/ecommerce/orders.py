@@ -2,10 +2,10 @@
 both through `upsert_many`: a few statements whatever the number of orders and lines.
 
 Idempotent: an upsert that says what is stored changes nothing (no write, no new
-`updated_at`), and its result says `changed: False`. `upsert_many` is where later work hooks
-in: a result with `created` is a new order (an `order_placed` automation, revenue
-attribution); one with `changed` may have changed status (cancelled and refunded orders
-leave revenue figures). A field left out keeps what is stored (on a new order, its default:
+`updated_at`), and its result says `changed: False`. A new order (`created`) is attributed
+to the email its buyer clicked last (decided once, here) and starts `order_placed`
+automations; a changed one may have changed status (cancelled and refunded orders leave
+revenue figures). A field left out keeps what is stored (on a new order, its default:
 status `placed`, the store's currency, `placed_at` now, no lines, no address, no cart).
 """
 
@@ -20,13 +20,14 @@ from sqlalchemy import Table, Text, bindparam, delete, func, insert, select, tru
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from mailroom.automations import commerce as automations_commerce
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.ids import new_id
 from mailroom.core.pagination import PageParams
 from mailroom.db import AMONG, among, bulk_insert, chunks
-from mailroom.ecommerce import customers, values
+from mailroom.ecommerce import attribution, customers, values
 from mailroom.ecommerce.service import lock
 from mailroom.models import ORDER_STATUSES, Cart, Order, OrderLine, Store
 
@@ -82,6 +83,8 @@ class StoredOrder:
     lines: list[dict[str, Any]] = field(default_factory=list)
     cart_id: str | None = None
     source_updated_at: datetime | None = None
+    attributed_type: str | None = None
+    attributed_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -258,7 +261,9 @@ async def upsert_many(ctx: Context, store: Store, items: list[OrderIn]) -> list[
             if after.lines != before.lines:
                 relined.add(after.id)
     await _resolve_contacts(ctx, results, stored)
+    await attribution.attribute(ctx, store, [r.order for r in results if r.created])
     await _write(ctx, store, results, relined, now)
+    await automations_commerce.orders_placed(ctx, store, [r.order for r in results if r.created])
     return results
 
 
@@ -418,6 +423,9 @@ def as_dict(order: Order | StoredOrder) -> dict[str, Any]:
         "currency": order.currency,
         "placed_at": order.placed_at,
         "lines": values.stored_lines(order.lines),
-        # Revenue attribution (a campaign or automation email clicked) comes later.
-        "attributed_to": None,
+        "attributed_to": (
+            {"type": order.attributed_type, "id": order.attributed_id}
+            if order.attributed_type and order.attributed_id
+            else None
+        ),
     }

@@ -14,7 +14,13 @@ from mailroom.core.pagination import Pagination
 from mailroom.ecommerce import values
 from mailroom.ecommerce.orders import MAX_BATCH
 from mailroom.ecommerce.products import MAX_CATEGORIES, MAX_CATEGORY, MAX_TITLE
-from mailroom.ecommerce.service import MAX_ABANDON_MINUTES, MAX_ATTRIBUTION_DAYS
+from mailroom.ecommerce.service import (
+    MAX_ABANDON_MINUTES,
+    MAX_ATTRIBUTION_DAYS,
+    MAX_SECRET,
+    MIN_SECRET,
+    SECRET_PATTERN,
+)
 from mailroom.models import ORDER_STATUSES, STORE_PLATFORMS
 
 MONEY = {
@@ -88,6 +94,15 @@ class StoreUpdate(BaseModel):
     platform: Annotated[Any, Doc(choice(*STORE_PLATFORMS))] = None
     abandon_after_minutes: Annotated[Any, Doc(MINUTES)] = None
     attribution_days: Annotated[Any, Doc(DAYS)] = None
+    webhook_secret: Annotated[
+        Any, Doc(text(MAX_SECRET, min_length=MIN_SECRET, pattern=SECRET_PATTERN))
+    ] = Field(
+        None,
+        description="Replaces the secret the platform's deliveries are signed with (Shopify: "
+        'the key its admin shows under "Your webhooks will be signed with"): 16-100 '
+        "printable ASCII characters, no spaces. Never shown again; deliveries signed with "
+        "the old one are refused.",
+    )
 
 
 class StoreOut(BaseModel):
@@ -117,6 +132,22 @@ class StoreCreatedEnvelope(BaseModel):
 
 class StoreList(BaseModel):
     stores: list[StoreOut]
+    pagination: Pagination
+
+
+class DeliveryOut(BaseModel):
+    id: str
+    store_id: str
+    platform: str = Field(description="shopify or woocommerce")
+    topic: str = Field(description="The platform's topic, e.g. orders/create or order.updated.")
+    delivery_id: str | None = Field(description="The platform's own id of the delivery.")
+    outcome: str = Field(description="applied, ignored or invalid")
+    detail: str = Field(description="What came of it, or why it was not applied.")
+    received_at: datetime
+
+
+class DeliveryList(BaseModel):
+    deliveries: list[DeliveryOut]
     pagination: Pagination
 
 

@@ -1,6 +1,7 @@
 """Stores: a workspace's shops, named like its other resources, each with its currency, its
 platform, when a cart counts as abandoned, how long a click earns an order's revenue, and the
-secret that signs the platform's webhook deliveries (shown once, when the store is made).
+secret that signs the platform's webhook deliveries (shown once, when the store is made;
+replaceable, since Shopify signs the webhooks made in its admin with the shop's own key).
 
 Products, orders and carts live in their own modules (`products`, `orders`, `carts`); every
 one of them is reached through `get_store`, so another workspace's store is a 404 there too.
@@ -8,6 +9,7 @@ one of them is reached through `get_store`, so another workspace's store is a 40
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
 
@@ -26,6 +28,16 @@ MAX_ABANDON_MINUTES = 10_080  # a week
 MAX_ATTRIBUTION_DAYS = 90
 STORES = Named(Store, "store", MAX_NAME)
 CURRENCY_FIXED = "currency cannot change once the store has orders"
+# A replaced secret: what a platform shows or a person types, in the column's 100 characters.
+# Printable ASCII without spaces: pasted keys come with no stray blanks, and WooCommerce
+# signs with the secret exactly as typed.
+MIN_SECRET = 16
+MAX_SECRET = 100
+SECRET_PATTERN = f"^[!-~]{{{MIN_SECRET},{MAX_SECRET}}}$"
+_SECRET = re.compile(f"[!-~]{{{MIN_SECRET},{MAX_SECRET}}}")
+BAD_SECRET = (
+    f"webhook_secret must be {MIN_SECRET} to {MAX_SECRET} printable ASCII characters without spaces"
+)
 
 
 def new_secret() -> str:
@@ -36,6 +48,12 @@ def _platform(value: Any) -> str:
     if value not in STORE_PLATFORMS:
         raise ApiError(400, f"platform must be one of {', '.join(STORE_PLATFORMS)}")
     return str(value)
+
+
+def _secret(value: Any) -> str:
+    if not isinstance(value, str) or not _SECRET.fullmatch(value):
+        raise ApiError(400, BAD_SECRET)
+    return value
 
 
 def _abandon_minutes(value: Any) -> int:
@@ -88,6 +106,9 @@ async def update_store(ctx: Context, store_id: str, changes: dict[str, Any]) -> 
         store.abandon_after_minutes = _abandon_minutes(changes["abandon_after_minutes"])
     if "attribution_days" in changes:
         store.attribution_days = _attribution_days(changes["attribution_days"])
+    if "webhook_secret" in changes:
+        # Deliveries signed with the old one are refused (401) from the commit on.
+        store.webhook_secret = _secret(changes["webhook_secret"])
     if "currency" in changes:
         currency = values.currency(changes["currency"])
         if currency != store.currency:

@@ -35,7 +35,7 @@ class Content:
     html: str
     text: str
     track_opens: bool = False  # a campaign's settings; other messages are not tracked
-    track_clicks: bool = False
+    track_clicks: bool = False  # ... except an automation email's links
 
 
 @dataclass(frozen=True)

@@ -529,8 +529,13 @@ class _Facts:
             str(payload.get(k) or "") for k in ("subject", "preheader", "html", "text")
         )
         digest = sha256("\0".join((subject, preheader, html, text)).encode()).hexdigest()
+        # An automation email's links are tracked: a click on one is what attributes an
+        # order to the automation (issue 27). Its opens are not (no pixel), as before.
+        clicks = row.kind == "automation"
         return (
-            Content(("content", digest), subject, preheader, html, text),
+            Content(
+                ("content", digest, str(clicks)), subject, preheader, html, text, False, clicks
+            ),
             str(payload.get("from_email") or ""),
             str(payload.get("from_name") or ""),
             str(payload.get("reply_to") or ""),

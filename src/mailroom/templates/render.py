@@ -315,6 +315,10 @@ class ContactLike(Protocol):
     def custom_fields(self) -> Mapping[str, Any] | None: ...
 
 
+# Variables also seen by their own name: the order or cart an automation email is about.
+SUBJECTS = ("order", "cart")
+
+
 def merge_context(
     contact: ContactLike | None,
     *,
@@ -326,9 +330,16 @@ def merge_context(
 ) -> dict[str, Any]:
     """The names a template sees: `first_name`, `last_name`, `email`,
     `custom_fields.<key>`, `workspace.name`, `unsubscribe_url`, `preferences_url`,
-    `webview_url` and `vars.<name>` (a transactional send's variables). Anything else, and
-    any key a contact does not carry, renders as nothing."""
+    `webview_url` and `vars.<name>` (a transactional send's variables); `order` and `cart`
+    too when the variables carry them (what an e-commerce automation's email is about).
+    Anything else, and any key a contact does not carry, renders as nothing."""
+    plain = dict(variables or {})
     return {
+        **{
+            name: as_record(plain[name])
+            for name in SUBJECTS
+            if isinstance(plain.get(name), Mapping)
+        },
         "first_name": (contact.first_name if contact else "") or "",
         "last_name": (contact.last_name if contact else "") or "",
         "email": contact.email if contact else "",
@@ -337,5 +348,5 @@ def merge_context(
         "unsubscribe_url": unsubscribe_url,
         "preferences_url": preferences_url,
         "webview_url": webview_url,
-        "vars": as_record(dict(variables or {})),
+        "vars": as_record(plain),
     }

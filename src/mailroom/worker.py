@@ -33,6 +33,7 @@ from mailroom.core.context import Context
 from mailroom.db import HEARTBEAT_SECONDS, Database, due_work_models
 from mailroom.domains import service as domains_service
 from mailroom.ecommerce import abandon as ecommerce_abandon
+from mailroom.ecommerce import deliveries as store_deliveries
 from mailroom.forms import upkeep as form_upkeep
 from mailroom.jobs import service as jobs_service
 from mailroom.models import WorkerProcess
@@ -94,6 +95,14 @@ async def _prune_sending(ctx: WorkerContext) -> int:
     return 0
 
 
+async def _prune_store_deliveries(ctx: WorkerContext) -> int:
+    async with ctx.db.transaction() as session:
+        removed = await store_deliveries.prune(session)
+    if removed:
+        log.info("pruned %d store platform deliveries older than 30 days", removed)
+    return 0
+
+
 async def _prune_webhook_log(ctx: WorkerContext) -> int:
     async with ctx.db.transaction() as session:
         removed = await webhook_log.prune(session)
@@ -129,6 +138,7 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("prune-assistants", _prune_assistants, 3600),
         Loop("prune-form-submissions", form_upkeep.tick, 3600),
         Loop("prune-webhook-log", _prune_webhook_log, 24 * 3600),
+        Loop("prune-store-deliveries", _prune_store_deliveries, 24 * 3600),
         # Each verified domain is due a day after its last check; looking every 15 minutes
         # keeps that within the quarter hour.
         Loop("recheck-domains", _recheck_domains, 900),

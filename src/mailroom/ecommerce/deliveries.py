@@ -36,9 +36,10 @@ an erased contact leaves no address behind here.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.contacts import service as contacts
@@ -249,6 +250,18 @@ async def _consent(
 
 
 # ---------------------------------------------------------------- reading
+
+
+# A platform retries a delivery within hours (Shopify 48 h at most): after a month a row is
+# needed neither to recognise a retry nor on the store page.
+KEEP_DAYS = 30
+
+
+async def prune(session: AsyncSession, *, now: datetime | None = None) -> int:
+    """Delete deliveries older than KEEP_DAYS, every store at once; returns how many."""
+    cutoff = (now or utcnow()) - timedelta(days=KEEP_DAYS)
+    result = await session.execute(delete(StoreDelivery).where(StoreDelivery.received_at < cutoff))
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 async def page(ctx: Context, store: Store, params: PageParams) -> tuple[list[StoreDelivery], int]:

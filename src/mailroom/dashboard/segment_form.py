@@ -1,12 +1,13 @@
 """The rule builder's form and the API's rule, both ways (segments, and automations' condition
 steps, which carry one rule each under their own prefix).
 
-The form is a flat list of condition rows (`field_i`, `op_i`, `value_i`, `group_i`, and
-`campaign_i` for email activity) and the groups they sit in: the rule itself (`match_top`)
-and nested groups (`gparent_<id>`, `match_<id>`), a group inside a group at most, as the API
-nests three levels. A row's group may be `new` or `new:<id>` to open a group there. Values are
-typed for the rule (numbers, day counts, lists of values); tags and lists are named in the form
-and sent as ids. `segments.rules` judges the result, so a refusal is the API's own message.
+The form is a flat list of condition rows (`field_i`, `op_i`, `value_i`, `group_i`,
+`campaign_i` for email activity, `days_i` for a purchase's window) and the groups they sit in:
+the rule itself (`match_top`) and nested groups (`gparent_<id>`, `match_<id>`), a group inside
+a group at most, as the API nests three levels. A row's group may be `new` or `new:<id>` to
+open a group there. Values are typed for the rule (numbers, day counts, lists of values); tags
+and lists are named in the form and sent as ids. `segments.rules` judges the result, so a
+refusal is the API's own message.
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ from mailroom.core.errors import ApiError
 from mailroom.segments import rules as r
 
 TEXT_ENTRY_OPS = frozenset({"in"})
-DAY_OPS = frozenset({"within_last", "not_within_last", "anniversary_in"})
+DAY_OPS = frozenset({"within_last", "not_within_last", "anniversary_in", "before_last"})
+NUMBER_FIELDS = frozenset({"ecommerce.total_spent", "ecommerce.orders_count"})
+# Fields whose value may stay empty (an optional window, or no value at all).
+OPTIONAL_VALUE = frozenset({"activity", "ecommerce.cart"})
+COMMERCE_LABELS = {
+    "ecommerce.total_spent": "total spent (shop)",
+    "ecommerce.orders_count": "number of orders (shop)",
+    "ecommerce.last_order": "last order (shop)",
+    "ecommerce.purchased": "purchased (shop)",
+    "ecommerce.cart": "cart (shop)",
+}
 GROUP_ID = re.compile(r"^g[0-9]{1,3}$")
 NEW = "new"
 
@@ -56,6 +67,10 @@ OP_LABELS = {
     "opened": "opened",
     "clicked": "clicked",
     "not_opened": "did not open",
+    "before_last": "more than (days) ago",
+    "product": "the product (its id)",
+    "category": "a product in the category",
+    "abandoned": "was abandoned",
 }
 
 
@@ -70,6 +85,7 @@ class Row:
     value: str = ""
     group: str = ""  # "" is the rule itself
     campaign: str = ""  # activity: one campaign, or any
+    days: str = ""  # purchased: within the last days, or ever
 
 
 @dataclass
@@ -119,6 +135,7 @@ def fields_of(registry: r.Registry) -> list[tuple[str, str, tuple[str, ...]]]:
         ("lists", "lists", r.LIST_OPS),
         ("activity", "email activity", r.ACTIVITY_OPS),
     ]
+    chosen += [(name, COMMERCE_LABELS[name], ops) for name, ops in r.ECOMMERCE_FIELDS.items()]
     chosen += [
         (f"{r.CUSTOM_PREFIX}{key}", f"{key} (custom)", r.CUSTOM_OPS.get(kind, r.TEXT_OPS))
         for key, (kind, _options) in registry.items()
@@ -151,6 +168,7 @@ def from_form(form: dict[str, Any], prefix: str = "") -> Builder:
             value=str(form.get(f"{prefix}value_{i}") or "").strip(),
             group=str(form.get(f"{prefix}group_{i}") or ""),
             campaign=str(form.get(f"{prefix}campaign_{i}") or ""),
+            days=str(form.get(f"{prefix}days_{i}") or "").strip(),
         )
         if form.get(f"{prefix}remove_{i}") != "on":
             place(builder, row)
@@ -183,7 +201,7 @@ def _prune(builder: Builder) -> None:
 
 def blank(row: Row) -> bool:
     """A row still being filled in: no value yet where its operator needs one."""
-    return not row.value and row.op not in r.NO_VALUE_OPS and row.field != "activity"
+    return not row.value and row.op not in r.NO_VALUE_OPS and row.field not in OPTIONAL_VALUE
 
 
 def filled(builder: Builder) -> Builder:
@@ -208,6 +226,14 @@ def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> 
         if text:
             activity["within_days"] = int(text) if text.isdigit() else text
         return activity or None
+    if row.field in ("ecommerce.purchased", "ecommerce.cart"):
+        window: dict[str, Any] = {row.op: text} if row.field == "ecommerce.purchased" else {}
+        days = row.days if row.field == "ecommerce.purchased" else text
+        if days:
+            window["within_days"] = int(days) if days.isdigit() else days
+        return window or None
+    if row.field in NUMBER_FIELDS:
+        return _number(text)
     if row.op in r.NO_VALUE_OPS:
         return None
     if row.field == "tags":
@@ -230,12 +256,17 @@ def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> 
     if row.field.startswith(r.CUSTOM_PREFIX):
         kind = registry.get(row.field.removeprefix(r.CUSTOM_PREFIX), ("text", None))[0]
         if kind == "number":
-            try:
-                number = float(text)
-            except ValueError:
-                return text
-            return int(number) if number.is_integer() else number
+            return _number(text)
     return text
+
+
+def _number(text: str) -> Any:
+    """A number as typed (the text itself when it is none: the API names the problem)."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() else number
 
 
 def to_rule(
@@ -267,7 +298,9 @@ def _text(condition: dict[str, Any], ids: dict[str, dict[str, str]]) -> str:
         return ", ".join(ids["tags"].get(str(v), str(v)) for v in value)
     if condition.get("field") == "lists" and isinstance(value, str):
         return ids["lists"].get(value, value)
-    if isinstance(value, dict):  # activity
+    if isinstance(value, dict):  # activity, carts: the window; a purchase: what was bought
+        if condition.get("field") == "ecommerce.purchased":
+            return str(value.get(str(condition.get("op"))) or "")
         return str(value.get("within_days") or "")
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
@@ -288,8 +321,18 @@ def from_rule(name: str, rule: dict[str, Any], ids: dict[str, dict[str, str]]) -
                 continue
             value = item.get("value")
             campaign = value.get("campaign_id") if isinstance(value, dict) else None
+            days = ""
+            if item["field"] == "ecommerce.purchased" and isinstance(value, dict):
+                days = str(value.get("within_days") or "")
             builder.rows.append(
-                Row(str(item["field"]), str(item["op"]), _text(item, ids), group, campaign or "")
+                Row(
+                    str(item["field"]),
+                    str(item["op"]),
+                    _text(item, ids),
+                    group,
+                    campaign or "",
+                    days,
+                )
             )
 
     read(rule.get("conditions") or [], "")

@@ -39,6 +39,7 @@ from mailroom.core.dbtypes import UTCDateTime
 from mailroom.custom_fields.values import REGISTRY_KEY
 from mailroom.models import Contact, ContactTag, ListMember, SendLog
 from mailroom.models.contacts import SEARCH_SEPARATOR
+from mailroom.segments.commerce_rules import Commerce
 from mailroom.segments.rules import Boundary, Condition, Group
 
 # What Python's str.strip() removes from a stored value before reading it as a number, a
@@ -69,6 +70,7 @@ class Compiler:
         self.workspace_id = workspace_id
         self.now = now.astimezone(UTC)
         self.today = self.now.date()
+        self.commerce = Commerce(self.pg, workspace_id, self.now)
 
     def rule(self, group: Group) -> ColumnElement[bool]:
         parts = [
@@ -91,6 +93,8 @@ class Compiler:
             return self._lists(c.op, c.value)
         if c.family == "activity":
             return self._activity(c.op, *c.value)
+        if c.family == "ecommerce":
+            return self.commerce.condition(c)
         return self._custom(c)
 
     # ------------------------------------------------------------ contact columns

@@ -8,16 +8,22 @@ Custom fields take the operators of the type the registry gives their key now. A
 is read again at every use, leniently: a custom-field condition its key's current type no
 longer takes, or whose key was registered when the rule was saved and has been deleted since,
 matches no contact (the spec: such rules are left in place and stop matching).
+
+E-commerce fields (`ecommerce.*`) ask about the contact's orders and carts in every store of
+the workspace; amounts are in major units (100 means 100.00) and become cents here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from mailroom.custom_fields.values import is_number, match_option
+from mailroom.ecommerce.values import EXTERNAL_ID_PATTERN, MAX_MONEY, MAX_MONEY_CENTS
 from mailroom.models import CONTACT_STATUSES
 
 MAX_DEPTH = 3
@@ -30,6 +36,10 @@ MAX_KEY = 64
 CUSTOM_PREFIX = "custom_fields."
 # Stored beside the rule (never shown): the custom keys that were registered when it was saved.
 REGISTERED_KEYS = "registered_keys"
+ECOMMERCE_PREFIX = "ecommerce."
+MAX_ORDERS = 1_000_000_000
+MAX_CATEGORY = 100  # as a product's category names (ecommerce.products)
+PRODUCT_ID = re.compile(EXTERNAL_ID_PATTERN)
 
 TEXT_OPS = (
     "eq",
@@ -50,6 +60,18 @@ DROPDOWN_OPS = ("eq", "neq", "in")
 TAG_OPS = ("has_any", "has_all", "has_none")
 LIST_OPS = ("member", "confirmed_member", "not_member")
 ACTIVITY_OPS = ("received", "opened", "clicked", "not_opened")
+FIGURE_OPS = ("gt", "gte", "lt", "lte", "eq")
+LAST_ORDER_OPS = ("within_last", "before_last")
+PURCHASED_OPS = ("product", "category")
+CART_OPS = ("abandoned",)
+# Each e-commerce field and its operators.
+ECOMMERCE_FIELDS = {
+    "ecommerce.total_spent": FIGURE_OPS,
+    "ecommerce.orders_count": FIGURE_OPS,
+    "ecommerce.last_order": LAST_ORDER_OPS,
+    "ecommerce.purchased": PURCHASED_OPS,
+    "ecommerce.cart": CART_OPS,
+}
 
 TEXT_FIELDS = ("email", "first_name", "last_name", "source", "language", "status")
 TIMESTAMP_FIELDS = ("created_at", "subscribed_at", "unsubscribed_at")
@@ -86,8 +108,8 @@ class Boundary:
 @dataclass(frozen=True)
 class Condition:
     path: str
-    family: str  # text | timestamp | custom | tags | lists | activity
-    field: str  # the column, the custom key, or tags / lists / activity
+    family: str  # text | timestamp | custom | tags | lists | activity | ecommerce
+    field: str  # the column, the custom key, tags / lists / activity, or the e-commerce name
     op: str
     value: Any = None
     field_type: str = "text"  # custom fields: the registered type (text when unregistered)
@@ -208,6 +230,12 @@ class _Reader:
         if name == "activity":
             _op_of(op, ACTIVITY_OPS, "activity", path)
             return Condition(path, "activity", name, op, _activity(value, vpath)), shown
+        if name in ECOMMERCE_FIELDS:
+            _op_of(op, ECOMMERCE_FIELDS[name], name, path)
+            short = name.removeprefix(ECOMMERCE_PREFIX)
+            return Condition(
+                path, "ecommerce", short, op, _commerce(short, op, value, vpath)
+            ), shown
         if name.startswith(CUSTOM_PREFIX):
             return self._custom(name.removeprefix(CUSTOM_PREFIX), op, value, path), shown
         raise RuleError(f"{path}.field", f"unknown field {name}")
@@ -374,3 +402,64 @@ def _custom_value(field_type: str, options: list[str], op: str, value: Any, path
             raise RuleError(where, f"must be one of {', '.join(options)}")
         chosen.append(option)
     return tuple(chosen) if op == "in" else chosen[0]
+
+
+def _commerce(name: str, op: str, value: Any, path: str) -> Any:
+    """An e-commerce condition's value as the compiler takes it: cents (total_spent), a
+    number of orders, days (last_order), (product id or lower-cased category, days or None)
+    for purchased, days or None for an abandoned cart."""
+    if name == "total_spent":
+        return _cents(value, path)
+    if name == "orders_count":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ORDERS:
+            raise RuleError(path, f"must be a whole number from 0 to {MAX_ORDERS}")
+        return value
+    if name == "last_order":
+        return _days(value, path, 1, MAX_DAYS)
+    if name == "purchased":
+        if not isinstance(value, dict):
+            raise RuleError(path, f"must be an object with {op} and optional within_days")
+        _no_other_keys(value, (op, "within_days"), path)
+        wanted = value.get(op)
+        where = f"{path}.{op}"
+        if wanted is None or wanted == "":
+            raise RuleError(where, "is required")
+        if op == "product":
+            if not isinstance(wanted, str) or not PRODUCT_ID.fullmatch(wanted):
+                raise RuleError(
+                    where,
+                    "must be a product id: 1 to 255 letters, digits or . _ : @ ~ + - "
+                    "(not starting with a dot)",
+                )
+        else:
+            if not isinstance(wanted, str) or len(wanted) > MAX_CATEGORY:
+                raise RuleError(where, f"must be a category name of 1 to {MAX_CATEGORY} characters")
+            # As products store their category names (spaces folded), in any case.
+            wanted = " ".join(wanted.split()).lower()
+        return wanted, _within(value, path)
+    # cart: no value, or {within_days}
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RuleError(path, "must be an object with optional within_days")
+    _no_other_keys(value, ("within_days",), path)
+    return _within(value, path)
+
+
+def _within(value: dict[str, Any], path: str) -> int | None:
+    days = value.get("within_days")
+    return None if days is None else _days(days, f"{path}.within_days", 1, MAX_DAYS)
+
+
+def _cents(value: Any, path: str) -> int:
+    """An amount in major units (a JSON number with at most two decimal places, read as the
+    decimal it is written as) in cents."""
+    problem = f"must be a number from 0 to {MAX_MONEY} with at most two decimal places"
+    if not is_number(value):
+        raise RuleError(path, problem)
+    cents = Decimal(repr(value)) * 100
+    if cents != cents.to_integral_value() or not 0 <= cents <= MAX_MONEY_CENTS:
+        raise RuleError(path, problem)
+    return int(cents)

@@ -13,6 +13,7 @@ from mailroom.contacts.schemas import ContactOut
 from mailroom.core.loose import Doc, body_config, name_field, nullable, text
 from mailroom.core.pagination import Pagination
 from mailroom.custom_fields.values import MAX_INT
+from mailroom.ecommerce.values import EXTERNAL_ID_PATTERN, MAX_MONEY
 from mailroom.models import CONTACT_STATUSES
 from mailroom.segments import rules as r
 
@@ -85,6 +86,51 @@ ACTIVITY_VALUE = {
     ],
     "description": "Optional: only messages of this campaign, sent in the last `within_days`.",
 }
+WITHIN_DAYS = nullable(DAYS)  # given as null is not given, as the rule reader takes it
+AMOUNT = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": float(MAX_MONEY),
+    "multipleOf": 0.01,
+    "description": "In major units (100 means 100.00), over every store of the workspace.",
+}
+ORDERS = {"type": "integer", "minimum": 0, "maximum": r.MAX_ORDERS}
+
+
+def _purchase(key: str, what: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [key],
+        "properties": {key: what, "within_days": WITHIN_DAYS},
+    }
+
+
+PRODUCT = text(
+    pattern=EXTERNAL_ID_PATTERN,
+    description="The product's id in its store (any store of the workspace).",
+)
+CATEGORY = text(r.MAX_CATEGORY, min_length=1, description="A category name, in any case.")
+CART_VALUE = {
+    "anyOf": [
+        NO_VALUE,
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"within_days": WITHIN_DAYS},
+        },
+    ],
+    "description": "Optional: abandoned in the last `within_days`.",
+}
+# Cancelled and refunded orders are not purchases; a contact without orders has spent 0.
+COMMERCE_CONDITIONS = [
+    _leaf(("ecommerce.total_spent",), r.FIGURE_OPS, AMOUNT),
+    _leaf(("ecommerce.orders_count",), r.FIGURE_OPS, ORDERS),
+    _leaf(("ecommerce.last_order",), r.LAST_ORDER_OPS, DAYS),
+    _leaf(("ecommerce.purchased",), ("product",), _purchase("product", PRODUCT)),
+    _leaf(("ecommerce.purchased",), ("category",), _purchase("category", CATEGORY)),
+    _leaf(("ecommerce.cart",), r.CART_OPS, CART_VALUE, optional=True),
+]
 TEXT_COLUMNS = tuple(f for f in r.TEXT_FIELDS if f != "status")
 CONDITIONS: list[dict[str, Any]] = [
     *_text_leaves(TEXT_COLUMNS),
@@ -102,6 +148,7 @@ CONDITIONS: list[dict[str, Any]] = [
     _leaf(("tags",), r.TAG_OPS, _array(ID)),
     _leaf(("lists",), r.LIST_OPS, ID),
     _leaf(("activity",), r.ACTIVITY_OPS, ACTIVITY_VALUE, optional=True),
+    *COMMERCE_CONDITIONS,
 ]
 
 
@@ -124,7 +171,11 @@ RULES_TEXT = (
     "nested rule (3 levels at most, the top one included; 50 conditions in all). Text "
     "comparisons ignore case; negative operators (neq, not_contains, is_not_set, has_none, "
     "not_member, not_within_last) match contacts without the value. A date means the whole "
-    "day (UTC). Matches contacts of every status unless the rule names `status`."
+    "day (UTC). Matches contacts of every status unless the rule names `status`. "
+    "`ecommerce.*` fields read the contact's orders and carts in every store of the "
+    "workspace: cancelled and refunded orders are not purchases, a contact without orders "
+    "has spent 0 in 0 orders and has no last order, and a cart converted after it was "
+    "abandoned is no longer abandoned."
 )
 RULES_EXAMPLE = {
     "match": "all",

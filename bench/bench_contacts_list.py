@@ -84,12 +84,14 @@ async def seed(db, workspace_id: str, contacts: int = CONTACTS) -> str:
 
 async def vacuum_analyze(db) -> None:
     """Fresh statistics and visibility map, as autovacuum would leave a live database."""
-    async with db.engine.connect() as conn:
-        if db.is_sqlite:
+    if db.is_sqlite:  # ANALYZE writes: the write engine (the read one is read-only)
+        async with db.write_engine.connect() as conn:
             await conn.execute(text("ANALYZE"))
-        else:
-            autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await autocommit.execute(text("VACUUM ANALYZE"))
+            await conn.commit()
+        return
+    async with db.engine.connect() as conn:
+        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await autocommit.execute(text("VACUUM ANALYZE"))
 
 
 async def run(ctx: BenchContext) -> None:

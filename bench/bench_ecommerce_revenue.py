@@ -9,7 +9,7 @@ import random
 import time
 from datetime import timedelta
 
-from sqlalchemy import insert, text
+from sqlalchemy import insert
 
 from bench.bench_contacts_list import vacuum_analyze
 from bench.bench_dashboard_report import _seed
@@ -67,23 +67,13 @@ async def _orders(db, workspace_id: str, campaign_id: str) -> None:
             await session.execute(insert(Order), rows[start : start + 5000])
 
 
-async def _analyze(db) -> None:
-    """Fresh planner statistics, as a live database has them (SQLite's ANALYZE writes, so it
-    runs in a write transaction there)."""
-    if db.is_sqlite:
-        async with db.transaction() as session:
-            await session.execute(text("ANALYZE"))
-    else:
-        await vacuum_analyze(db)
-
-
 async def run(ctx: BenchContext) -> None:
     async with ctx.fresh_app() as bench:
         db = bench.app.state.db
         with Timer() as seeding:
             campaign_id = await _seed(db, bench.workspace_id)
             await _orders(db, bench.workspace_id, campaign_id)
-        await _analyze(db)
+        await vacuum_analyze(db)
         report("seed 50k recipients, 100k orders", ctx.backend, seconds=seeding.seconds)
         path = f"/api/v1/campaigns/{campaign_id}/report"
         samples = []

@@ -72,8 +72,16 @@ class Order(Base):
     __table_args__ = (
         UniqueConstraint("store_id", "external_id"),
         Index("ix_ecommerce_orders_store_placed", "store_id", "placed_at", "id"),
-        # A contact's orders (timeline, segments, attribution), and linking by address.
-        Index("ix_ecommerce_orders_contact", "workspace_id", "contact_id", "placed_at"),
+        # A contact's orders (timeline, segments, attribution), and linking by address;
+        # status and total too, so a segment's per-contact figures read the index alone.
+        Index(
+            "ix_ecommerce_orders_contact",
+            "workspace_id",
+            "contact_id",
+            "placed_at",
+            "status",
+            "total",
+        ),
         Index("ix_ecommerce_orders_email_hash", "workspace_id", "email_hash"),
         # A cart arriving after the order that converted it.
         Index("ix_ecommerce_orders_cart", "store_id", "cart_id"),

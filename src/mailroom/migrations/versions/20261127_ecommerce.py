@@ -118,7 +118,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_ecommerce_orders_contact",
         "ecommerce_orders",
-        ["workspace_id", "contact_id", "placed_at"],
+        ["workspace_id", "contact_id", "placed_at", "status", "total"],
     )
     op.create_index(
         "ix_ecommerce_orders_email_hash", "ecommerce_orders", ["workspace_id", "email_hash"]

@@ -16,7 +16,6 @@ from mailroom.ecommerce.schemas import (
     CartPut,
     Deleted,
     DeletedExternal,
-    DeliveryList,
     OrderBatch,
     OrderEnvelope,
     OrderList,
@@ -26,6 +25,7 @@ from mailroom.ecommerce.schemas import (
     ProductPut,
     StoreCreate,
     StoreCreatedEnvelope,
+    StoreDeliveryList,
     StoreEnvelope,
     StoreList,
     StoreUpdate,
@@ -121,7 +121,7 @@ async def delete_store(id: str, ctx: Write) -> dict[str, Any]:
 
 @router.get(
     "/stores/{store_id}/deliveries",
-    response_model=DeliveryList,
+    response_model=StoreDeliveryList,
     summary="List a store's webhook deliveries",
     description="What Shopify or WooCommerce posted to the store's `/hooks/<platform>/{id}` "
     "and what came of it, newest first. Deliveries refused for their signature are not "

@@ -135,7 +135,7 @@ class StoreList(BaseModel):
     pagination: Pagination
 
 
-class DeliveryOut(BaseModel):
+class StoreDeliveryOut(BaseModel):
     id: str
     store_id: str
     platform: str = Field(description="shopify or woocommerce")
@@ -146,8 +146,8 @@ class DeliveryOut(BaseModel):
     received_at: datetime
 
 
-class DeliveryList(BaseModel):
-    deliveries: list[DeliveryOut]
+class StoreDeliveryList(BaseModel):
+    deliveries: list[StoreDeliveryOut]
     pagination: Pagination
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -22,7 +22,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.ecommerce import customers, values
 from mailroom.ecommerce.orders import KEEP, Keep
-from mailroom.ecommerce.service import lock
+from mailroom.ecommerce.service import buyer_conditions, lock, paged
 from mailroom.models import CART_STATUSES, Cart, Order, Store
 
 NOT_FOUND = "Cart not found"
@@ -160,22 +160,10 @@ async def page(
     status: str | None = None,
 ) -> tuple[list[Cart], int]:
     """Most recently changed first; `email`, `contact_id` and `status` narrow it."""
-    conditions = [Cart.store_id == store.id, Cart.workspace_id == ctx.workspace_id]
-    if email and email.strip():
-        conditions.append(Cart.email_hash == ctx.hash_email(email))
-    if contact_id:
-        conditions.append(Cart.contact_id == contact_id)
+    conditions = buyer_conditions(ctx, Cart, store, email, contact_id)
     if check_status(status):
         conditions.append(Cart.status == status)
-    total = int(await ctx.session.scalar(select(func.count()).where(*conditions)) or 0)
-    rows = await ctx.session.scalars(
-        select(Cart)
-        .where(*conditions)
-        .order_by(Cart.updated_at.desc(), Cart.id.desc())
-        .offset(params.offset)
-        .limit(params.limit)
-    )
-    return list(rows.all()), total
+    return await paged(ctx, Cart, conditions, (Cart.updated_at.desc(), Cart.id.desc()), params)
 
 
 def as_dict(cart: Cart) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from mailroom.core.ids import new_id
 from mailroom.core.pagination import PageParams
 from mailroom.db import AMONG, among, bulk_insert, chunks
 from mailroom.ecommerce import attribution, customers, values
-from mailroom.ecommerce.service import lock
+from mailroom.ecommerce.service import buyer_conditions, lock, paged
 from mailroom.models import ORDER_STATUSES, Cart, Order, OrderLine, Store
 
 MAX_BATCH = 500
@@ -395,20 +395,9 @@ async def page(
     contact_id: str | None = None,
 ) -> tuple[list[Order], int]:
     """Newest placed first; `email` (any case) and `contact_id` narrow it."""
-    conditions = [Order.store_id == store.id, Order.workspace_id == ctx.workspace_id]
-    if email and email.strip():
-        conditions.append(Order.email_hash == ctx.hash_email(email))
-    if contact_id:
-        conditions.append(Order.contact_id == contact_id)
-    total = int(await ctx.session.scalar(select(func.count()).where(*conditions)) or 0)
-    rows = await ctx.session.scalars(
-        select(Order)
-        .where(*conditions)
-        .order_by(Order.placed_at.desc(), Order.id.desc())
-        .offset(params.offset)
-        .limit(params.limit)
-    )
-    return list(rows.all()), total
+    conditions = buyer_conditions(ctx, Order, store, email, contact_id)
+    order_by = (Order.placed_at.desc(), Order.id.desc())
+    return await paged(ctx, Order, conditions, order_by, params)
 
 
 def as_dict(order: Order | StoredOrder) -> dict[str, Any]:

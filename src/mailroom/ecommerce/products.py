@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -14,7 +14,7 @@ from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.core.text import contains_pattern, fold
 from mailroom.ecommerce import values
-from mailroom.ecommerce.service import lock
+from mailroom.ecommerce.service import lock, paged
 from mailroom.models import Product, Store
 from mailroom.named import clean_name
 
@@ -115,15 +115,7 @@ async def page(
     conditions = [Product.store_id == store.id]
     if q and q.strip():
         conditions.append(Product.title_key.like(contains_pattern(q.strip()), escape="\\"))
-    total = int(await ctx.session.scalar(select(func.count()).where(*conditions)) or 0)
-    rows = await ctx.session.scalars(
-        select(Product)
-        .where(*conditions)
-        .order_by(Product.title_key, Product.id)
-        .offset(params.offset)
-        .limit(params.limit)
-    )
-    return list(rows.all()), total
+    return await paged(ctx, Product, conditions, (Product.title_key, Product.id), params)
 
 
 def as_dict(product: Product) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import re
 import secrets
 from typing import Any
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
@@ -131,6 +131,33 @@ async def delete_store(ctx: Context, store_id: str) -> None:
 
 async def list_stores(ctx: Context, page: PageParams, q: str | None) -> tuple[list[Store], int]:
     return await STORES.page(ctx, page, q=q)
+
+
+async def paged(
+    ctx: Context, model: Any, conditions: list[Any], order_by: tuple[Any, ...], params: PageParams
+) -> tuple[list[Any], int]:
+    """One page of a store's products, orders or carts, and how many match in all."""
+    total = int(await ctx.session.scalar(select(func.count()).where(*conditions)) or 0)
+    rows = await ctx.session.scalars(
+        select(model)
+        .where(*conditions)
+        .order_by(*order_by)
+        .offset(params.offset)
+        .limit(params.limit)
+    )
+    return list(rows.all()), total
+
+
+def buyer_conditions(
+    ctx: Context, model: Any, store: Store, email: str | None, contact_id: str | None
+) -> list[Any]:
+    """A store's orders or carts, narrowed to an address (any case) or a contact."""
+    conditions = [model.store_id == store.id, model.workspace_id == ctx.workspace_id]
+    if email and email.strip():
+        conditions.append(model.email_hash == ctx.hash_email(email))
+    if contact_id:
+        conditions.append(model.contact_id == contact_id)
+    return conditions
 
 
 def as_dict(store: Store, *, with_secret: bool = False) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from mailroom.core.clock import utcnow
 from mailroom.core.emails import email_hash
 from mailroom.core.ids import new_id
 from mailroom.db import bulk_insert
+from mailroom.ecommerce import customers
 from mailroom.models import Cart, Contact, Order, OrderLine, Product, search_text
 from mailroom.segments import rules
 from mailroom.segments.compile import Compiler
@@ -276,6 +277,8 @@ async def seed(db: Any, workspace_id: str, store_ids: list[str]) -> None:
                 for n, (contact_id, email, address_hash) in enumerate(buyers[:CARTS])
             ),
         )
+        # Each buyer's figures and products, as the app keeps them while orders arrive one by one.
+        await customers.rebuild_purchases(session, workspace_id)
         if db.is_sqlite:
             await session.execute(text("PRAGMA cache_size = -2000"))  # SQLite's default
     # PostgreSQL: fresh statistics and visibility map, as autovacuum leaves a live database.

@@ -185,7 +185,8 @@ async def serialise(session: AsyncSession, *keys: str) -> None:
     transaction is exclusive already. Re-entrant within a transaction.
 
     Lock order, to never wait crosswise: an account's `contact-cap:<account>` before a
-    workspace's `custom-fields:<workspace>` (imports and contact creates register fields)."""
+    workspace's `custom-fields:<workspace>` (imports and contact creates register fields); a
+    store's `ecommerce-store:<store>` before its workspace's `ecommerce-totals:<workspace>`."""
     if session.get_bind().dialect.name != "postgresql":
         return
     for key in keys:

@@ -19,14 +19,14 @@ from sqlalchemy import Table, func, select
 from mailroom.core.context import Context
 from mailroom.db import AMONG, among, chunks
 from mailroom.ecommerce import values
-from mailroom.models import Order, SendLog, Store, TrackingHit
+from mailroom.models import PURCHASE_STATUSES, Order, SendLog, Store, TrackingHit
 
 if TYPE_CHECKING:
     from mailroom.ecommerce.orders import StoredOrder
 
 ATTRIBUTED_KINDS = ("campaign", "automation")
 # What revenue counts: an order that was cancelled or refunded leaves the figures.
-COUNTED = ("placed", "paid", "fulfilled")
+COUNTED = PURCHASE_STATUSES
 
 
 @dataclass(frozen=True)

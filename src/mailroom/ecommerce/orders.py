@@ -263,6 +263,11 @@ async def upsert_many(ctx: Context, store: Store, items: list[OrderIn]) -> list[
     await _resolve_contacts(ctx, results, stored)
     await attribution.attribute(ctx, store, [r.order for r in results if r.created])
     await _write(ctx, store, results, relined, now)
+    touched = [r.order.contact_id for r in results if r.changed]
+    touched += [
+        stored[r.order.external_id].contact_id for r in results if r.changed and not r.created
+    ]
+    await customers.refresh_purchases(ctx, touched)
     await automations_commerce.orders_placed(ctx, store, [r.order for r in results if r.created])
     return results
 
@@ -383,6 +388,7 @@ async def get(ctx: Context, store: Store, external_id: str) -> Order:
 async def remove(ctx: Context, store: Store, external_id: str) -> Order:
     order = await get(ctx, store, external_id)
     await ctx.session.execute(delete(Order).where(Order.id == order.id))  # its lines cascade
+    await customers.refresh_purchases(ctx, [order.contact_id])
     return order
 
 

@@ -19,7 +19,7 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
 from mailroom.db import serialise
-from mailroom.ecommerce import values
+from mailroom.ecommerce import customers, values
 from mailroom.models import STORE_PLATFORMS, Order, Store
 from mailroom.named import Named
 
@@ -126,7 +126,10 @@ async def update_store(ctx: Context, store_id: str, changes: dict[str, Any]) -> 
 
 async def delete_store(ctx: Context, store_id: str) -> None:
     """The store with its products, orders and carts (ON DELETE CASCADE)."""
-    await STORES.delete(ctx, await get_store(ctx, store_id))
+    store = await get_store(ctx, store_id)
+    buyers = await customers.contacts_of_store(ctx, store.id)
+    await STORES.delete(ctx, store)
+    await customers.refresh_purchases(ctx, buyers)
 
 
 async def list_stores(ctx: Context, page: PageParams, q: str | None) -> tuple[list[Store], int]:

@@ -21,6 +21,8 @@ from mailroom.db import Base
 
 STORE_PLATFORMS = ("custom", "shopify", "woocommerce")
 ORDER_STATUSES = ("placed", "paid", "fulfilled", "cancelled", "refunded")
+# What a purchase is (what revenue and purchase figures count): not cancelled, not refunded.
+PURCHASE_STATUSES = ("placed", "paid", "fulfilled")
 CART_STATUSES = ("active", "abandoned", "converted")
 
 
@@ -114,9 +116,63 @@ class Order(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class CustomerTotals(Base):
+    """A contact's purchase figures over its orders in all the workspace's stores, counting
+    only purchases (placed, paid, fulfilled): what segments' total spent, number of orders
+    and last order read, one index probe per contact or one index range per rule, instead of
+    adding up its orders. A contact without purchases has no row (0, 0, no last order).
+    Derived from `ecommerce_orders` only, rewritten for the contacts a change touches in the
+    change's own transaction (`ecommerce.customers.refresh_purchases`)."""
+
+    __tablename__ = "ecommerce_customer_totals"
+    __table_args__ = (
+        Index("ix_ecommerce_customer_totals_spent", "workspace_id", "total_spent", "contact_id"),
+        Index("ix_ecommerce_customer_totals_count", "workspace_id", "orders_count", "contact_id"),
+        Index("ix_ecommerce_customer_totals_last", "workspace_id", "last_order_at", "contact_id"),
+    )
+
+    contact_id: Mapped[str] = mapped_column(
+        ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
+    )
+    workspace_id: Mapped[str] = mapped_column(String(36))
+    total_spent: Mapped[int] = mapped_column(BigInteger)  # minor units, any currency
+    orders_count: Mapped[int] = mapped_column(Integer)
+    last_order_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class CustomerProduct(Base):
+    """What a contact has bought: one row per product (a store's product id) among its
+    purchases, with when it last bought it. What segments' `purchased` reads: a product's or
+    a category's buyers are an index range here, not its order lines joined to their orders.
+    Kept like `CustomerTotals`, from the orders and their lines."""
+
+    __tablename__ = "ecommerce_customer_products"
+    __table_args__ = (
+        Index(
+            "ix_ecommerce_customer_products_product",
+            "store_id",
+            "product_id",
+            "last_purchased_at",
+            "contact_id",
+        ),
+    )
+
+    contact_id: Mapped[str] = mapped_column(
+        ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
+    )
+    store_id: Mapped[str] = mapped_column(
+        ForeignKey("ecommerce_stores.id", ondelete="CASCADE"), primary_key=True
+    )
+    product_id: Mapped[str] = mapped_column(String(255), primary_key=True)  # external id
+    workspace_id: Mapped[str] = mapped_column(String(36))
+    last_purchased_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class OrderLine(Base):
+    """An order's line, mirrored from its `lines` for set-based reads (what each contact
+    bought, `CustomerProduct`), by order."""
+
     __tablename__ = "ecommerce_order_lines"
-    __table_args__ = (Index("ix_ecommerce_order_lines_product", "store_id", "product_id"),)
 
     order_id: Mapped[str] = mapped_column(
         ForeignKey("ecommerce_orders.id", ondelete="CASCADE"), primary_key=True

@@ -8,24 +8,20 @@ cart counts as abandoned while its status says so (an order converting it later 
 Each condition is a subquery of the one statement, never a list made in Python. Its shape is
 chosen for what it reads, with or without planner statistics (SQLite databases have none;
 measured with bench/bench_ecommerce_segment.py):
-- total spent and number of orders are a scalar subquery per contact, on the (workspace_id,
-  contact_id) index: PostgreSQL runs it for the contacts the rest of the rule leaves, the
-  preview's first ten walk the newest contacts until ten match, and an automation's condition
-  probes its one contact. (One grouped pass over all the workspace's orders, `contacts.id IN
-  (... GROUP BY contact_id HAVING ...)`, counts a lone figure faster but reads every order for
-  each of those, twice per preview.) `eq 0` / `lte 0` are NOT EXISTS (an anti-join);
-- `purchased` starts from the product, by the lines' (store_id, product_id) index, and reads
-  the lines of that product or category only, then their orders by id. On SQLite the lines
-  are scoped by their own workspace_id and the orders are not: a condition on the orders'
-  would tempt it into reading every order of the workspace. On PostgreSQL the stores and the
-  category's products are `= ANY(ARRAY(...))`: estimated as a few values, they become index
-  keys (a plain `IN (SELECT ...)` of products is estimated at half the catalogue and plans a
-  scan of every line and order);
+- total spent, number of orders and last order read the contact's `CustomerTotals` row (kept
+  from its orders as they change), never its orders: correlated EXISTS on its primary key,
+  which PostgreSQL turns into a semi-join over the (workspace_id, figure, contact_id) index
+  range and SQLite into one probe per contact. A figure 0 satisfies (`lt 5`, `eq 0`) is
+  NOT EXISTS of a row that fails it: a contact without a row has 0 and 0;
+- `purchased` reads the buyers of the product, or of each product of the category, from
+  `CustomerProduct` (one row per contact and product bought), by its (store_id, product_id,
+  last_purchased_at, contact_id) index alone. On PostgreSQL the stores and the category's
+  products are `= ANY(ARRAY(...))`: estimated as a few values, they become index keys (a
+  plain `IN (SELECT ...)` of products is estimated at half the catalogue and plans a scan of
+  every row);
 - abandoned carts are one pass over the workspace's abandoned carts (a probe per contact
   would, without statistics, take the (status, updated_at) index and read every abandoned
-  cart per contact);
-- `last_order` is correlated EXISTS on the (workspace_id, contact_id, placed_at) index;
-  PostgreSQL turns them into semi- and anti-joins.
+  cart per contact).
 """
 
 from __future__ import annotations
@@ -37,23 +33,26 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     String,
-    and_,
     any_,
     exists,
     func,
     literal,
     literal_column,
     select,
-    true,
     tuple_,
 )
 
 from mailroom.core.dbtypes import UTCDateTime
-from mailroom.models import Cart, Contact, Order, OrderLine, Product, Store
+from mailroom.models import (
+    Cart,
+    Contact,
+    CustomerProduct,
+    CustomerTotals,
+    Product,
+    Store,
+)
 from mailroom.segments.rules import Condition
 
-# What a purchase is (as revenue counts it): cancelled and refunded orders are not.
-COUNTED = ("placed", "paid", "fulfilled")
 COMPARE = {
     "eq": lambda a, b: a == b,
     "gt": lambda a, b: a > b,
@@ -81,69 +80,61 @@ class Commerce:
     def _since(self, days: int) -> Any:
         return literal(self.now - timedelta(days=days), UTCDateTime())
 
-    def _purchases(self, days: int | None = None) -> list[ColumnElement[bool]]:
-        """The workspace's purchases (placed in the last `days`)."""
-        such = [Order.workspace_id == self.workspace_id, Order.status.in_(COUNTED)]
-        if days is not None:
-            such.append(Order.placed_at >= self._since(days))
-        return such
+    def _totals(self, test: ColumnElement[bool]) -> ColumnElement[bool]:
+        """The contact's purchase figures pass `test`."""
+        return exists().where(
+            CustomerTotals.contact_id == Contact.id,
+            CustomerTotals.workspace_id == self.workspace_id,
+            test,
+        )
 
     def _figure(self, name: str, op: str, value: int) -> ColumnElement[bool]:
         """Total spent (cents) or number of purchases compared with `value`; both are 0 for
-        a contact without purchases."""
-        mine = [*self._purchases(), Order.contact_id == Contact.id]
-        if op == "gte" and value == 0:
-            return true()
-        if op in ("eq", "lte") and value == 0:
-            return ~exists().where(*mine)
-        figure = func.coalesce(func.sum(Order.total), 0) if name == "total_spent" else func.count()
-        of_contact = select(figure).where(*mine).scalar_subquery()
-        return COMPARE[op](of_contact, literal(value, BigInteger()))
+        a contact without purchases (and without a totals row)."""
+        column = (
+            CustomerTotals.total_spent if name == "total_spent" else CustomerTotals.orders_count
+        )
+        test = COMPARE[op](column, literal(value, BigInteger()))
+        if COMPARE[op](0, value):
+            return ~self._totals(~test)
+        return self._totals(test)
 
     def _last_order(self, op: str, days: int) -> ColumnElement[bool]:
-        mine = Order.contact_id == Contact.id
-        recent = exists().where(*self._purchases(days), mine)
+        since = self._since(days)
         if op == "within_last":
-            return recent
+            return self._totals(CustomerTotals.last_order_at >= since)
         # before_last: bought, but not in the last `days`
-        return and_(exists().where(*self._purchases(), mine), ~recent)
+        return self._totals(CustomerTotals.last_order_at < since)
 
     def _purchased(self, op: str, wanted: str, days: int | None) -> ColumnElement[bool]:
-        """A line of one of the contact's purchases is the product (its id in any of the
-        workspace's stores) or a product of the workspace in the category."""
+        """The contact bought the product (its id in any of the workspace's stores) or a
+        product of the workspace in the category: its `CustomerProduct` rows (bought within
+        `days`: its last purchase of it was)."""
+        bought = CustomerProduct
         stores = select(Store.id).where(Store.workspace_id == self.workspace_id)
-        lines: list[ColumnElement[bool]] = [OrderLine.workspace_id == self.workspace_id]
+        such: list[ColumnElement[bool]] = [bought.workspace_id == self.workspace_id]
         if op == "product":
-            lines += [self._among(OrderLine.store_id, stores), OrderLine.product_id == wanted]
+            such += [self._among(bought.store_id, stores), bought.product_id == wanted]
         elif self.pg:
             ids = select(Product.external_id).where(*self._in_category(wanted))
             exact = exists().where(
-                Product.store_id == OrderLine.store_id,
-                Product.external_id == OrderLine.product_id,
+                Product.store_id == bought.store_id,
+                Product.external_id == bought.product_id,
                 *self._in_category(wanted),
             )
-            lines += [
-                self._among(OrderLine.store_id, stores),
-                self._among(OrderLine.product_id, ids),
+            such += [
+                self._among(bought.store_id, stores),
+                self._among(bought.product_id, ids),
                 exact,
             ]
         else:
             products = select(Product.store_id, Product.external_id).where(
                 *self._in_category(wanted)
             )
-            lines.append(tuple_(OrderLine.store_id, OrderLine.product_id).in_(products))
-        purchase: list[ColumnElement[bool]] = [Order.status.in_(COUNTED)]
-        if self.pg:  # lets one contact's check (an automation's condition) probe its orders
-            purchase.append(Order.workspace_id == self.workspace_id)
+            such.append(tuple_(bought.store_id, bought.product_id).in_(products))
         if days is not None:
-            purchase.append(Order.placed_at >= self._since(days))
-        buyers = (
-            select(Order.contact_id)
-            .select_from(OrderLine)
-            .join(Order, Order.id == OrderLine.order_id)
-            .where(*lines, *purchase)
-        )
-        return Contact.id.in_(buyers)
+            such.append(bought.last_purchased_at >= self._since(days))
+        return Contact.id.in_(select(bought.contact_id).where(*such))
 
     def _among(self, column: Any, values: Any) -> Any:
         if self.pg:  # an InitPlan array: estimated as a few values, read as index keys

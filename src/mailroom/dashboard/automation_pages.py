@@ -60,12 +60,13 @@ TRIGGER_HELP = {
     "time in the automation's time zone.",
     "manual": "Contacts enter only when you enrol them through the API "
     "(POST /api/v1/automations/{id}/enrol).",
-    "order_placed": "A contact enters when a new order of this store comes with its address. "
-    "Emails show the order as vars.order (lines with title, url, image_url, quantity, price; "
-    "total, currency).",
-    "cart_abandoned": "A contact enters when its cart in this store is abandoned (once per "
-    "cart). Emails show it as vars.cart (lines, total, checkout_url); a cart converted "
-    "before an email ends the run.",
+    "order_placed": "A subscribed contact enters when a new order in this store is placed "
+    "with its email address. Its emails can show the order: {{ order.total }}, "
+    "{{ order.currency }} and {{ order.lines }} (each line's title, url, image_url, quantity "
+    "and price).",
+    "cart_abandoned": "A subscribed contact enters when its cart in this store is abandoned "
+    "(once per cart). Its emails can show the cart: {{ cart.lines }}, {{ cart.total }} and "
+    "{{ cart.checkout_url }}; a cart bought before an email goes ends the run.",
 }
 
 

@@ -8,7 +8,6 @@ Every action is the API's (`campaigns.service`, `.actions`, `.approval`, `.repor
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,6 +27,7 @@ from mailroom.dashboard.charts import bar_chart, hourly_chart
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.dashboard.template_pages import preview_document
 from mailroom.ecommerce import attribution
+from mailroom.ecommerce.values import money_shown
 from mailroom.lists import service as lists
 from mailroom.models import Campaign
 from mailroom.people import sessions
@@ -83,7 +83,7 @@ async def campaign_rows(ctx: Context, page: PageParams) -> tuple[list[dict[str, 
 
 def money_text(figures: dict[str, Any]) -> str:
     """Revenue as people read it: `1,234.50 EUR`."""
-    return f"{Decimal(figures['total']):,.2f} {figures['currency'] or ''}".strip()
+    return money_shown(figures["total"], figures["currency"])
 
 
 @router.get(PATH)

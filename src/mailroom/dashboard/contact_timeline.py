@@ -12,7 +12,7 @@ from sqlalchemy import select
 from mailroom.automations.steps import walk
 from mailroom.core.context import Context
 from mailroom.dashboard.frame import when
-from mailroom.ecommerce.values import cents_text
+from mailroom.ecommerce.values import cents_text, money_shown
 from mailroom.models import (
     Automation,
     AutomationRun,
@@ -137,7 +137,7 @@ async def _purchases(ctx: Context, contact_id: str) -> list[tuple[datetime, str]
     )
     for placed_at, number, status, total, currency, store in orders.all():
         state = "" if status == "placed" else f", {status}"
-        money = f"{cents_text(total)} {currency}"
+        money = money_shown(cents_text(total), currency)
         items.append((placed_at, f"Ordered #{number} at “{store}”: {money}{state}"))
     carts = await ctx.session.execute(
         select(Cart.abandoned_at, Cart.total, Cart.currency, Cart.status, Store.name)
@@ -154,6 +154,6 @@ async def _purchases(ctx: Context, contact_id: str) -> list[tuple[datetime, str]
         if abandoned_at is None:  # filtered out above; says so to the type checker
             continue
         later = " (bought later)" if status == "converted" else ""
-        text = f"Left a cart at “{store}”: {cents_text(total)} {currency}{later}"
+        text = f"Left a cart at “{store}”: {money_shown(cents_text(total), currency)}{later}"
         items.append((abandoned_at, text))
     return items

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from mailroom.dashboard.segment_form import op_label
+from mailroom.ecommerce.values import money_shown
 from mailroom.sending.messages import outbox_dir
 
 _HERE = Path(__file__).parent
@@ -59,6 +60,7 @@ _ENV = Environment(
 )
 _ENV.globals["static"] = static_url
 _ENV.filters["op_label"] = op_label
+_ENV.filters["money"] = lambda figures: money_shown(figures["total"], figures["currency"])
 
 
 # The outbox folder while this installation has no SMTP relay (mail is only written there),

@@ -118,9 +118,7 @@ async def add_store(request: Request) -> Response:
             await refused(ctx, visitor, problem)
             return await _list_page(visitor, ctx, status=problem.status, draft=body)
         audit_write(ctx, request, "create_store", store.id, 201)
-        sessions.flash(
-            visitor.row, "ok", "Store added. Copy its webhook secret now: it is shown once."
-        )
+        sessions.flash(visitor.row, "ok", f"Store “{store.name}” added.")
         return await _store_page(visitor, ctx, store, status=201, secret=store.webhook_secret)
 
     return await as_visitor(request, work)

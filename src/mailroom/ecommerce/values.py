@@ -41,6 +41,11 @@ def cents_text(cents: int) -> str:
     return f"{cents // 100}.{cents % 100:02d}"
 
 
+def money_shown(total: str, currency: str | None) -> str:
+    """A two-place amount as people read it on a page: "1234.50", "EUR" -> "1,234.50 EUR"."""
+    return f"{Decimal(total):,.2f} {currency or ''}".strip()
+
+
 def money(value: Any, field: str, *, required: bool = True) -> int | None:
     """An amount in cents from a decimal string or a JSON number with at most two places."""
     if value is None:

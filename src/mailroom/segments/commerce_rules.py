@@ -112,7 +112,9 @@ class Commerce:
         `days`: its last purchase of it was)."""
         bought = CustomerProduct
         stores = select(Store.id).where(Store.workspace_id == self.workspace_id)
-        such: list[ColumnElement[bool]] = [bought.workspace_id == self.workspace_id]
+        # Scoped by the workspace's stores (or its products' stores): a condition on the
+        # rows' own workspace_id would make PostgreSQL read each row, not the index alone.
+        such: list[ColumnElement[bool]] = []
         if op == "product":
             such += [self._among(bought.store_id, stores), bought.product_id == wanted]
         elif self.pg:

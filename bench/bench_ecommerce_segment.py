@@ -9,9 +9,9 @@ Seeded set-based (COPY on PostgreSQL, executemany on SQLite), never through ORM 
 orders' and lines' secondary indexes are dropped while loading and rebuilt from their own
 definitions, as a restore does. PostgreSQL is vacuumed and analyzed (as autovacuum leaves it);
 SQLite gets no statistics (the app never runs ANALYZE). A case stops early once its budget of
-seconds is spent, so a slow backend still finishes in minutes (`runs` says how many).
-`BENCH_ECOMMERCE_SEGMENT_PROPOSED=1` measures with the covering indexes proposed for segments
-instead of the migrations' ones (see PROPOSED)."""
+seconds is spent, so a slow backend still finishes in minutes (`runs` says how many). Each
+buyer's kept figures and bought products are filled from the loaded orders in one pass, as
+the app keeps them while orders arrive."""
 
 from __future__ import annotations
 
@@ -41,25 +41,12 @@ REQUESTS = int(os.environ.get("BENCH_ECOMMERCE_SEGMENT_REQUESTS", "100"))
 BUDGET_S = 20
 MIN_SAMPLES = 3
 ALONE_BUDGET_S = 8
-WITH_PROPOSED = os.environ.get("BENCH_ECOMMERCE_SEGMENT_PROPOSED") == "1"
 PRODUCTS = 1_000  # per store
 CATEGORIES = [f"Category {n}" for n in range(40)]
 BUYERS = 0.8  # of the contacts; the others have no orders
 CARTS = 30_000
 CHUNK = 100_000  # orders per transaction
 LOADED = ("ecommerce_orders", "ecommerce_order_lines")
-# Covering versions of two indexes: a contact's figures read from the index alone, and a
-# product's lines give their orders without reading the lines.
-PROPOSED = {
-    "ix_ecommerce_orders_contact": (
-        "ecommerce_orders (workspace_id, contact_id, placed_at, status, total)",
-        "ecommerce_orders (workspace_id, contact_id, placed_at) INCLUDE (status, total)",
-    ),
-    "ix_ecommerce_order_lines_product": (
-        "ecommerce_order_lines (store_id, product_id, order_id)",
-        "ecommerce_order_lines (store_id, product_id) INCLUDE (order_id)",
-    ),
-}
 
 MAIN = {
     "match": "all",
@@ -248,10 +235,6 @@ async def seed(db: Any, workspace_id: str, store_ids: list[str]) -> None:
             await bulk_insert(session, Order, orders(start))
             await bulk_insert(session, OrderLine, lines)
         lines.clear()
-    if WITH_PROPOSED:
-        for name, (sqlite_columns, pg_columns) in PROPOSED.items():
-            columns = sqlite_columns if db.is_sqlite else pg_columns
-            indexes[name] = f"CREATE INDEX {name} ON {columns}"
     await _execute(db, *indexes.values())
     async with db.transaction() as session:
         await bulk_insert(
@@ -314,9 +297,8 @@ async def run(ctx: BenchContext) -> None:
             store_ids.append(made.json()["store"]["id"])
         with Timer() as seeding:
             await seed(db, bench.workspace_id, store_ids)
-        indexes = "proposed indexes" if WITH_PROPOSED else "migrations' indexes"
         report(
-            f"seed {CONTACTS:,} contacts, {ORDERS:,} orders ({indexes})",
+            f"seed {CONTACTS:,} contacts, {ORDERS:,} orders",
             ctx.backend,
             seconds=seeding.seconds,
         )

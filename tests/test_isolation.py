@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import func, select
 
 from mailroom.models import Event
+from tests.rss.static_feed import feed_url
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ AS = "Assistant not found"
 FO = "Form not found"
 ST = "Store not found"
 SHOP = "/api/v1/ecommerce/stores/"
+FEED = "/api/v1/rss-feeds/"
+FD = "Feed not found"
 PIXEL = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
     b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
@@ -483,6 +486,26 @@ CASES = [
             ("cart", "DELETE", "{store_id}/carts/{external_id}", "{a_store}/carts/c1", None),
         ]
     ],
+    *[
+        Case(
+            f"{method.lower()}-feed{suffix.replace('/', '-')}",
+            method,
+            FEED + "{id}" + suffix,
+            FEED + "{a_feed}" + suffix,
+            FD,
+            body,
+        )
+        for method, suffix, body in [
+            ("GET", "", None),
+            ("PATCH", "", {"name": "Hacked"}),
+            ("DELETE", "", None),
+            ("POST", "/check", None),
+            ("POST", "/activate", None),
+            ("POST", "/pause", None),
+            ("POST", "/run", None),
+            ("GET", "/issues", None),
+        ]
+    ],
 ]
 
 
@@ -500,7 +523,8 @@ async def _ok(response, status=200):
 
 
 @pytest.fixture
-async def world(client, factory) -> World:
+async def world(client, factory, settings) -> World:
+    settings.webhook_allow_networks = ["127.0.0.0/8"]  # A's RSS feed is served on 127.0.0.1
     a = await factory.workspace("pro", name="Victim")
     b = await factory.workspace("pro", name="Intruder")
     a_contact = (
@@ -709,7 +733,18 @@ async def world(client, factory) -> World:
     order = {"total": "9.99", "email": "victim@mailtest.io", "cart_id": "c1"}
     await _ok(await client.put(f"{shop}/carts/c1", json={"total": "9.99"}, headers=a.headers), 201)
     await _ok(await client.put(f"{shop}/orders/o1", json=order, headers=a.headers), 201)
+    a_feed = (
+        await _ok(
+            await client.post(
+                "/api/v1/rss-feeds",
+                json={"name": "Secret feed", "url": feed_url(), "template_id": a_template["id"]},
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["rss_feed"]
     ids = {
+        "a_feed": a_feed["id"],
         "a_store": a_store["id"],
         "a_assistant": a_assistant["assistant_id"],
         "a_form": a_form["id"],
@@ -780,6 +815,8 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "campaigns": "/api/v1/campaigns",
         "assistant": f"/api/v1/assistants/{ids['a_assistant']}",
         "assistants": "/api/v1/assistants",
+        "feed": f"/api/v1/rss-feeds/{ids['a_feed']}",
+        "feed_issues": f"/api/v1/rss-feeds/{ids['a_feed']}/issues",
         "store": f"/api/v1/ecommerce/stores/{ids['a_store']}",
         "store_orders": f"/api/v1/ecommerce/stores/{ids['a_store']}/orders",
         "store_products": f"/api/v1/ecommerce/stores/{ids['a_store']}/products",

@@ -26,6 +26,7 @@ from mailroom.dashboard.automation_pages import router as dashboard_automations_
 from mailroom.dashboard.campaign_pages import router as dashboard_campaigns_router
 from mailroom.dashboard.consent_pages import router as dashboard_consent_router
 from mailroom.dashboard.contact_pages import router as dashboard_contacts_router
+from mailroom.dashboard.feed_pages import router as dashboard_feeds_router
 from mailroom.dashboard.field_pages import router as dashboard_fields_router
 from mailroom.dashboard.form_pages import router as dashboard_forms_router
 from mailroom.dashboard.group_pages import router as dashboard_groups_router
@@ -53,6 +54,7 @@ from mailroom.mcp.server import MCP_PATH, McpHttpEndpoint
 from mailroom.media.api import public_router as media_public_router
 from mailroom.media.api import router as media_router
 from mailroom.pages.api import router as pages_router
+from mailroom.rss.api import router as rss_router
 from mailroom.segments.api import router as segments_router
 from mailroom.sending.api import router as sending_router
 from mailroom.settings import Settings, get_settings
@@ -101,6 +103,7 @@ DASHBOARD_ROUTERS = [
     dashboard_consent_router,
     dashboard_assistants_router,
     dashboard_stores_router,
+    dashboard_feeds_router,
 ]
 
 ROUTERS = [
@@ -127,6 +130,7 @@ ROUTERS = [
     segments_router,
     domains_router,
     campaigns_router,
+    rss_router,
     automations_router,
     ecommerce_router,
     forms_router,

@@ -38,6 +38,7 @@ from mailroom.forms import upkeep as form_upkeep
 from mailroom.jobs import service as jobs_service
 from mailroom.models import WorkerProcess
 from mailroom.ratelimits import service as ratelimits
+from mailroom.rss import issues as rss_issues
 from mailroom.sending import limits as send_limits
 from mailroom.sending.engine import SendEngine
 from mailroom.settings import Settings
@@ -80,12 +81,22 @@ async def _recheck_domains(ctx: WorkerContext) -> int:
     return await domains_service.recheck_due(ctx.db, ctx.settings)
 
 
-async def _start_scheduled_campaigns(ctx: WorkerContext) -> int:
+def _contexts(ctx: WorkerContext) -> Any:
+    """A workspace's `Context` in a session: what a service call from the worker acts as."""
+
     async def context_for(session: Any, workspace_id: str) -> Context:
         principal = await accounts_service.principal_for_workspace(session, workspace_id)
         return Context(session, principal, ctx.settings)
 
-    return await campaign_actions.start_due(context_for, ctx.db, ctx.settings)
+    return context_for
+
+
+async def _start_scheduled_campaigns(ctx: WorkerContext) -> int:
+    return await campaign_actions.start_due(_contexts(ctx), ctx.db, ctx.settings)
+
+
+async def _run_rss_feeds(ctx: WorkerContext) -> int:
+    return await rss_issues.run_due(ctx.db, _contexts(ctx))
 
 
 async def _prune_sending(ctx: WorkerContext) -> int:
@@ -121,6 +132,8 @@ def default_loops(settings: Settings) -> list[Loop]:
     return [
         Loop("sending", engine.tick, min(0.1, settings.worker_poll_interval), engine.close),
         Loop("scheduled-campaigns", _start_scheduled_campaigns, 2.0),
+        # The shortest feed schedule is every 5 minutes: looking twice a minute is on time.
+        Loop("rss-feeds", _run_rss_feeds, 30),
         Loop("automations", automation_runner.tick, min(0.5, settings.worker_poll_interval)),
         # Anniversary enrolments are per day at a minute: looking each minute is on time.
         Loop("anniversaries", anniversaries.tick, 60),

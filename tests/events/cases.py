@@ -13,6 +13,7 @@ import httpx
 from PIL import Image
 
 from tests.events.world import Expected, World
+from tests.rss.static_feed import feed_url
 
 A, B, C, D = "a@acme.io", "b@acme.io", "c@acme.io", "d@acme.io"
 
@@ -520,6 +521,29 @@ def _shop(w: World) -> str:
     return f"/api/v1/ecommerce/stores/{w.extra['store']}"
 
 
+async def _make_feed_template(w: World) -> None:
+    made = await w.ok(
+        "POST", "/api/v1/templates", 201, json={"name": "Feed", "html_content": "<p>x</p>"}
+    )
+    w.extra["feed_template"] = made["template"]["id"]
+
+
+def _feed_body(w: World, name: str) -> dict[str, str]:
+    return {"name": name, "url": feed_url(), "template_id": w.extra["feed_template"]}
+
+
+async def _make_feed(w: World) -> None:
+    """An RSS feed (of a feed served on 127.0.0.1) with its template."""
+    await _make_feed_template(w)
+    feed = await w.ok("POST", "/api/v1/rss-feeds", 201, json=_feed_body(w, "Blog"))
+    w.extra["feed"] = f"/api/v1/rss-feeds/{feed['rss_feed']['id']}"
+
+
+async def _active_feed(w: World) -> None:
+    await _make_feed(w)
+    await w.ok("POST", f"{w.extra['feed']}/activate")
+
+
 NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]], Any]] = {
     "POST /api/v1/tags": (lambda w: w.call("POST", "/api/v1/tags", json={"name": "new"}), None),
     "PATCH /api/v1/tags/{id}": (
@@ -760,6 +784,32 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
     "DELETE /api/v1/assistants/{id}": (
         lambda w: w.call("DELETE", f"/api/v1/assistants/{w.extra['assistant']}"),
         _connect_assistant,
+    ),
+    # RSS feeds make campaigns; a feed's own routes change no contact (issue 28).
+    "POST /api/v1/rss-feeds": (
+        lambda w: w.call("POST", "/api/v1/rss-feeds", json=_feed_body(w, "Other")),
+        _make_feed_template,
+    ),
+    "PATCH /api/v1/rss-feeds/{id}": (
+        lambda w: w.call("PATCH", w.extra["feed"], json={"name": "Blog 2"}),
+        _make_feed,
+    ),
+    "DELETE /api/v1/rss-feeds/{id}": (lambda w: w.call("DELETE", w.extra["feed"]), _make_feed),
+    "POST /api/v1/rss-feeds/{id}/check": (
+        lambda w: w.call("POST", f"{w.extra['feed']}/check"),
+        _make_feed,
+    ),
+    "POST /api/v1/rss-feeds/{id}/activate": (
+        lambda w: w.call("POST", f"{w.extra['feed']}/activate"),
+        _make_feed,
+    ),
+    "POST /api/v1/rss-feeds/{id}/pause": (
+        lambda w: w.call("POST", f"{w.extra['feed']}/pause"),
+        _active_feed,
+    ),
+    "POST /api/v1/rss-feeds/{id}/run": (
+        lambda w: w.call("POST", f"{w.extra['feed']}/run"),
+        _active_feed,
     ),
     # Orders and carts never subscribe anyone (issue 27): a buyer is a customer, not a contact.
     "POST /api/v1/ecommerce/stores": (

@@ -169,6 +169,18 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "step ids are unique across all branches",
     ),
     (
+        r"POST /api/v1/rss-feeds|PATCH /api/v1/rss-feeds/\{id\}",
+        r"^(template_id: no such template in this workspace|url is not allowed: |audience\.\w+ "
+        r"has ids that are not in this workspace|min_items must not be more than max_items$)",
+        "the template and audience must be this workspace's, the URL must reach a public "
+        "address, and min_items <= max_items compares two fields",
+    ),
+    (
+        r"POST /api/v1/rss-feeds/\{id\}/(check|activate|run)",
+        r"^Feed could not be read: ",
+        "what the feed's server answers now",
+    ),
+    (
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
         r"^An automation has at most 100 steps$",
         "the count is over every branch of the tree, which JSON Schema cannot total",

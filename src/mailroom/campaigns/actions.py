@@ -39,6 +39,7 @@ from mailroom.sending import limits
 from mailroom.sending import service as sending
 from mailroom.sending.messages import TestMessage, send_now
 from mailroom.sending.service import clean_address
+from mailroom.templates.render import issue_variables
 
 log = logging.getLogger("mailroom.campaigns")
 
@@ -327,6 +328,7 @@ async def test(ctx: Context, campaign_id: str, emails: Any) -> int:
         from_email=from_email,
         from_name=from_name,
         reply_to=reply_to,
+        variables=issue_variables(campaign.variables),
     )
     return await send_now(ctx, message, addresses, campaign_id=campaign.id)
 

@@ -41,7 +41,7 @@ async def _content(ctx: Context, body: dict[str, Any]) -> dict[str, str]:
     return parts
 
 
-def _sender(body: dict[str, Any]) -> dict[str, str]:
+def clean_sender(body: dict[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     if "from_name" in body:
         found["from_name"] = clean_from_name(body["from_name"])
@@ -57,7 +57,7 @@ async def get_campaign(ctx: Context, campaign_id: Any) -> Campaign:
 
 async def create_campaign(ctx: Context, body: dict[str, Any]) -> Campaign:
     CAMPAIGNS.clean_name(body.get("name"))  # the name's 400 first
-    fields: dict[str, Any] = {**await _content(ctx, body), **_sender(body)}
+    fields: dict[str, Any] = {**await _content(ctx, body), **clean_sender(body)}
     fields["track_opens"] = _flag("track_opens", body.get("track_opens"))
     fields["track_clicks"] = _flag("track_clicks", body.get("track_clicks"))
     template_id = body.get("template_id")
@@ -114,7 +114,7 @@ async def update_campaign(ctx: Context, campaign_id: str, changes: dict[str, Any
         raise ApiError(400, "No updatable fields provided")
     if "name" in changes:
         CAMPAIGNS.clean_name(changes["name"])
-    fields: dict[str, Any] = {**await _content(ctx, changes), **_sender(changes)}
+    fields: dict[str, Any] = {**await _content(ctx, changes), **clean_sender(changes)}
     for flag in ("track_opens", "track_clicks"):
         if flag in changes:
             if not isinstance(changes[flag], bool):

@@ -1,12 +1,14 @@
-"""Is this URL safe to send a server-side request to? (webhooks: SSRF guard)
+"""Is this URL safe to send a server-side request to? (webhooks and feeds: SSRF guard)
 
-Only https URLs to public addresses pass. Checked at registration and again when connecting,
-and the connection goes to the address that was checked (see webhooks.client). The host judged
-is the one the HTTP client will connect to, as yarl (aiohttp's URL type) spells it: it folds
-Unicode digits and dots (fullwidth digits and dots, U+3002 ideographic full stops) into ASCII,
-so such a host can be the IP literal 127.0.0.1, which aiohttp connects to directly without any
-resolver; and it converts names by IDNA 2008, not the older IDNA 2003 of Python's codec. Refusals name the host but never an address it resolved to, so
-the messages cannot map internal names.
+Only https URLs to public addresses pass (plain http too with `https_only=False`, as feeds may
+be served over http; every other rule still applies). Checked at registration and again when
+connecting, and the connection goes to the address that was checked (see webhooks.client). The
+host judged is the one the HTTP client will connect to, as yarl (aiohttp's URL type) spells it:
+it folds Unicode digits and dots (fullwidth digits and dots, U+3002 ideographic full stops) into
+ASCII, so such a host can be the IP literal 127.0.0.1, which aiohttp connects to directly
+without any resolver; and it converts names by IDNA 2008, not the older IDNA 2003 of Python's
+codec. Refusals name the host but never an address it resolved to, so the messages cannot map
+internal names.
 
 Python 3.11's `ipaddress` judges an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) on its IPv6
 face and calls some special ranges global, so wrapped IPv4 addresses (mapped, compatible,
@@ -157,10 +159,16 @@ async def system_resolve(host: str, port: int) -> list[IPAddress]:
 
 
 async def checked_addresses(
-    target: Target, allowed: list[Network], resolve: Resolver = system_resolve
+    target: Target,
+    allowed: list[Network],
+    resolve: Resolver = system_resolve,
+    *,
+    https_only: bool = True,
 ) -> list[IPAddress]:
     """The addresses to connect to: every one the name resolves to must pass, so a DNS answer
-    mixing public and private addresses is refused as a whole."""
+    mixing public and private addresses is refused as a whole. With `https_only` (webhooks)
+    plain http is refused unless every address is in `allowed`; without it (feeds) http is
+    judged like https."""
     if target.ip is not None:
         check_address(target.ip, allowed)  # the address is the caller's own input
         addresses: list[IPAddress] = [target.ip]
@@ -174,12 +182,22 @@ async def checked_addresses(
             except UnsafeUrl:
                 # Not which address: that would tell a tenant how internal names resolve.
                 raise UnsafeUrl(f"{target.host} resolves to a non-public address") from None
-    if target.scheme == "http" and not all(in_allowed(a, allowed) for a in addresses):
+    if (
+        https_only
+        and target.scheme == "http"
+        and not all(in_allowed(a, allowed) for a in addresses)
+    ):
         raise UnsafeUrl("webhook URLs must use https")
     return addresses
 
 
-async def check_url(url: str, allowed: list[Network], resolve: Resolver = system_resolve) -> Target:
+async def check_url(
+    url: str,
+    allowed: list[Network],
+    resolve: Resolver = system_resolve,
+    *,
+    https_only: bool = True,
+) -> Target:
     target = parse(url)
-    await checked_addresses(target, allowed, resolve)
+    await checked_addresses(target, allowed, resolve, https_only=https_only)
     return target

@@ -58,6 +58,7 @@ from mailroom.models.jobs import Job
 from mailroom.models.lists import ListMember, MailingList
 from mailroom.models.media import MediaFile
 from mailroom.models.ratelimit import RateLimitHit
+from mailroom.models.rss import FEED_STATUSES, RssFeed, RssSeenItem
 from mailroom.models.scratch import BulkSelection, ImportStaging
 from mailroom.models.segments import Segment
 from mailroom.models.sending import (
@@ -82,6 +83,7 @@ __all__ = [
     "CART_STATUSES",
     "CONTACT_STATUSES",
     "DOMAIN_STATUSES",
+    "FEED_STATUSES",
     "HIT_KINDS",
     "ORDER_STATUSES",
     "PRIORITY_AUTOMATION",
@@ -131,6 +133,8 @@ __all__ = [
     "Person",
     "Product",
     "RateLimitHit",
+    "RssFeed",
+    "RssSeenItem",
     "Segment",
     "SendLog",
     "SendMeter",

@@ -23,6 +23,7 @@ class Campaign(Base):
         Index("ix_campaigns_workspace_created", "workspace_id", "created_at"),
         # The worker starts scheduled campaigns whose time has come.
         Index("ix_campaigns_status_scheduled", "status", "scheduled_at"),
+        Index("ix_campaigns_rss_feed", "workspace_id", "rss_feed_id", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -48,6 +49,10 @@ class Campaign(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     recipients: Mapped[int] = mapped_column(Integer, default=0)  # frozen at the snapshot
+    # An RSS feed's issue: the feed (no foreign key: its past issues outlive it) and what
+    # its template sees besides the contact (`feed`, `items`).
+    rss_feed_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    variables: Mapped[dict[str, Any] | None] = mapped_column(JSONValue, default=None)
     # Why a scheduled campaign could not start when its time came (it went back to draft).
     error: Mapped[str | None] = mapped_column(Text, default=None)
     # An assistant's send or schedule held for a workspace admin (status awaiting_approval),

@@ -28,7 +28,7 @@ from mailroom.sending.addresses import WEBVIEW
 from mailroom.sending.build import personalise
 from mailroom.sending.messages import recipient_for
 from mailroom.settings import Settings
-from mailroom.templates.render import RenderError, compile_cached
+from mailroom.templates.render import RenderError, compile_cached, issue_variables
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ async def webview(db: Database, settings: Settings, token: str) -> WebView | Non
             )
             text, from_email, clicks = str(payload.get("text") or ""), "", False
         email, variables = row.email, payload.get("variables")
+        if campaign is not None:
+            variables = issue_variables(campaign.variables)
     recipient = recipient_for(
         settings,
         row_id=row_id,

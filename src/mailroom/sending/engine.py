@@ -59,6 +59,7 @@ from mailroom.sending.messages import outbox_dir, recipient_for, signer_spec
 from mailroom.sending.outcomes import Claimed, Outcome
 from mailroom.sending.transport import Delivery, Transport, transport_for
 from mailroom.settings import Settings
+from mailroom.templates.render import issue_variables
 
 log = logging.getLogger("mailroom.sending")
 
@@ -378,7 +379,7 @@ class SendEngine:
                 contact=contact,
                 from_email=from_email,
                 domain_verified=domain is not None,
-                variables=(row.payload or {}).get("variables"),
+                variables=facts.variables(row),
                 list_headers=row.kind in addresses.LIST_MAIL,
             )
             headers = addresses.feedback_id(row.kind, _source_id(row), row.workspace_id)
@@ -507,6 +508,15 @@ class _Facts:
         if f"{contact.workspace_id}:{contact.email_hash}" in self.suppressed:
             return "address is suppressed"
         return None
+
+    def variables(self, row: Claimed) -> dict[str, Any] | None:
+        """What the row's template sees besides the contact: its campaign's own (an RSS
+        issue's feed and items), or the send's `variables` (transactional, automation)."""
+        campaign = self.campaigns.get(row.campaign_id) if row.campaign_id else None
+        if campaign is not None:
+            return issue_variables(campaign.variables)
+        found = (row.payload or {}).get("variables")
+        return found if isinstance(found, dict) else None
 
     def source(self, row: Claimed) -> tuple[Content, str, str, str] | None:
         """The row's content and sender: its campaign's, or its own (transactional)."""

@@ -88,6 +88,7 @@ class TestMessage:
     from_email: str
     from_name: str
     reply_to: str
+    variables: dict[str, Any] | None = None  # the campaign's own (an RSS issue's)
 
 
 async def send_now(
@@ -142,6 +143,7 @@ async def send_now(
                 contact=found.get(normalize_email(email)),
                 from_email=message.from_email,
                 domain_verified=domain is not None,
+                variables=message.variables,
             )
             for row_id, email in rows
         ],

@@ -315,8 +315,28 @@ class ContactLike(Protocol):
     def custom_fields(self) -> Mapping[str, Any] | None: ...
 
 
-# Variables also seen by their own name: the order or cart an automation email is about.
-SUBJECTS = ("order", "cart")
+# Variables also seen by their own name: the order or cart an automation email is about,
+# the feed and items of an RSS issue.
+SUBJECTS = ("order", "cart", "feed", "items")
+
+
+def issue_variables(variables: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A campaign's own variables (an RSS issue's `feed` and `items`) as its template sees
+    them: each item's `content` was sanitised when the feed was read (nh3), so it prints as
+    HTML. Only for a campaign's stored variables, never a caller's (a transactional send's
+    `items` stay text)."""
+    if not variables:
+        return None
+    found = dict(variables)
+    items = found.get("items")
+    if isinstance(items, list):
+        found["items"] = [
+            {**item, "content": Markup(item["content"])}  # noqa: S704 (sanitised by nh3)
+            if isinstance(item, Mapping) and isinstance(item.get("content"), str)
+            else item
+            for item in items
+        ]
+    return found
 
 
 def merge_context(
@@ -338,7 +358,7 @@ def merge_context(
         **{
             name: as_record(plain[name])
             for name in SUBJECTS
-            if isinstance(plain.get(name), Mapping)
+            if isinstance(plain.get(name), Mapping | list)
         },
         "first_name": (contact.first_name if contact else "") or "",
         "last_name": (contact.last_name if contact else "") or "",

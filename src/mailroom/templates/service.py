@@ -198,7 +198,12 @@ async def preview_draft(ctx: Context, parts: dict[str, str], contact_id: str | N
 
 
 async def preview_parts(
-    ctx: Context, parts: tuple[str, str, str, str], contact_id: str | None, key: Any
+    ctx: Context,
+    parts: tuple[str, str, str, str],
+    contact_id: str | None,
+    key: Any,
+    *,
+    variables: dict[str, Any] | None = None,
 ) -> Rendered:
     if contact_id:
         contact = await contacts.get_contact(ctx, contact_id)
@@ -223,6 +228,7 @@ async def preview_parts(
         unsubscribe_url=links["unsubscribe_url"],
         preferences_url=links["preferences_url"],
         webview_url=links["webview_url"],
+        variables=variables,
     )
     try:
         return await asyncio.to_thread(_render, key, parts, context)

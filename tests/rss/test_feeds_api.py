@@ -300,3 +300,57 @@ async def test_failed_fetches_are_shown_and_three_days_of_them_pause_the_feed(
     blog.status = 200
     resumed = await ok(await client.post(f"{API}/{feed['id']}/activate", headers=h))
     assert resumed["rss_feed"]["status"] == "active" and resumed["rss_feed"]["last_error"] is None
+
+
+async def test_an_atom_blog_end_to_end_with_every_item_variable(
+    client,
+    db,
+    ws,
+    blog,
+    sink,  # noqa: F811
+    driver,  # noqa: F811
+):
+    blog.kind = "atom"
+    blog.add("Before")
+    parts = await ready_workspace(client, db, ws, readers=1)
+    template = await ok(
+        await client.post(
+            "/api/v1/templates",
+            json={
+                "name": "All fields",
+                "html_content": "{% for i in items %}<p>[{{ i.title }}|{{ i.link }}|"
+                "{{ i.author }}|{{ i.published_at }}|{{ i.summary }}|{{ i.image }}]</p>"
+                "{{ i.content }}{% endfor %}<p>{{ feed.title }} {{ feed.link }}</p>",
+                "text_content": "{{ items[0].title }}: {{ items[0].link }}",
+            },
+            headers=ws.headers,
+        ),
+        201,
+    )
+    feed = await make_feed(
+        client,
+        ws,
+        blog.url,
+        {**parts, "template_id": template["template"]["id"]},
+        subject="{{ feed.title }}: {{ items[0].title }}",
+    )
+    h = ws.headers
+    await ok(await client.post(f"{API}/{feed['id']}/activate", headers=h))
+    blog.add(
+        "Tips & tricks",
+        '<p>Read <b>this</b> <img src="/img/cover.png" alt="c"><iframe src="https://x"></iframe></p>',
+    )
+    await ok(await client.post(f"{API}/{feed['id']}/run", headers=h), 202)
+    await driver.drain()
+    [received] = sink.received
+    mail = received.parsed()
+    assert mail["Subject"] == "The Example Blog: Tips & tricks"
+    html = mail.get_body(("html",)).get_content()
+    assert "[Tips &amp; tricks|" in html
+    assert "|Ada|2026-11-01T10:00:00+00:00|Read this|" in html
+    assert "https://blog.example.com/img/cover.png]" in html  # the first image, made absolute
+    assert 'src="https://blog.example.com/img/cover.png"' in html
+    assert "<iframe" not in html and "<b>this</b>" in html
+    assert "The Example Blog https://blog.example.com/" in html
+    text = mail.get_body(("plain",)).get_content()
+    assert "Tips & tricks: " in text

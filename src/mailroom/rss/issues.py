@@ -41,12 +41,23 @@ log = logging.getLogger(__name__)
 
 NO_NEW_ITEMS = "no new items"
 NOT_ACTIVE = "Feed is not active"
+TEMPLATE_GONE = "The feed's template was deleted: choose another template_id"
 PAUSE_AFTER = timedelta(days=3)
 HOLD = timedelta(minutes=2)  # how long a worker holds a due feed while it fetches
 
 
 def unreadable(reason: str) -> ApiError:
     return ApiError(422, f"Feed could not be read: {reason}")
+
+
+async def template_of(ctx: Context, feed: RssFeed) -> Any:
+    """The feed's template, or 422 when it was deleted since (the feed keeps its id)."""
+    try:
+        return await templates.get_template(ctx, feed.template_id)
+    except ApiError as problem:
+        if problem.status == 404:
+            raise ApiError(422, TEMPLATE_GONE) from None
+        raise
 
 
 def guid_hash(guid: str) -> str:
@@ -157,7 +168,7 @@ async def check(ctx: Context, feed_id: str) -> dict[str, Any]:
     new = await _new_items(ctx, feed, parsed)
     planned = _issues_of(feed, new)
     items = planned[0] if planned else []
-    template = await templates.get_template(ctx, feed.template_id)
+    template = await template_of(ctx, feed)
     variables = _variables(feed, parsed, items)
     parts = (feed.subject, template.preheader, template.html_content, template.text_content)
     try:
@@ -184,7 +195,7 @@ async def activate(ctx: Context, feed_id: str) -> RssFeed:
     """Active from now: the items the feed holds now are marked seen (never mailed), and the
     next run is scheduled. Resuming a paused feed is the same."""
     feed = await FEEDS.get(ctx, feed_id)
-    await templates.get_template(ctx, feed.template_id)  # 404 if it was deleted
+    await template_of(ctx, feed)
     feed = await _release(ctx, feed)
     try:
         got = await read(ctx, feed, conditional=False)
@@ -236,7 +247,9 @@ async def run(ctx: Context, feed_id: str) -> list[str]:
         raise ApiError(409, NOT_ACTIVE)
     feed = await _release(ctx, feed)
     try:
-        got = await read(ctx, feed, conditional=True)
+        # Unconditional: new items a digest left waiting for `min_items` count now, though
+        # the feed has not changed since.
+        got = await read(ctx, feed, conditional=False)
     except fetching.FeedUnreadable as problem:
         raise unreadable(str(problem)) from None
     feed = await locked(ctx, feed_id)
@@ -291,7 +304,7 @@ async def _campaign(
 ) -> Campaign:
     """The issue: a campaign from the feed's template and audience, started (or held for an
     admin, or left a draft with the reason when it cannot start)."""
-    template = await templates.get_template(ctx, feed.template_id)
+    template = await template_of(ctx, feed)
     name = await _issue_name(ctx, feed, now)
     campaign: Campaign = await CAMPAIGNS.create(
         ctx,
@@ -402,8 +415,10 @@ async def _run_one(db: Any, context_for: Any, feed_id: str, workspace_id: str) -
         if got.parsed is not None:
             try:
                 await make_issues(ctx, feed, got.parsed, now, least=feed.min_items)
-            except ApiError as problem:  # the template was deleted, a name clash, ...
+            except ApiError as problem:  # the template was deleted, ...
                 feed.last_error, feed.last_error_at = problem.message, now
+                # Nothing was marked: the next fetch reads the whole feed again.
+                feed.etag = feed.last_modified = None
         feed.next_run_at = schedules.next_run(feed.schedule, now)
     return True
 

@@ -153,8 +153,8 @@ STATE_RULES: list[tuple[str, str, str]] = [
     (
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",
         r"^(trigger|steps(\[\d+\]\.(yes|no))*\[\d+\])\.\w+: (Tag|List|Template|Webhook "
-        r"endpoint|Form) not found$",
-        "tag, list, template, endpoint and form ids must name rows of this workspace",
+        r"endpoint|Form|Store) not found$",
+        "tag, list, template, endpoint, form and store ids must name rows of this workspace",
     ),
     (
         r"POST /api/v1/automations|PATCH /api/v1/automations/\{id\}",

@@ -42,7 +42,8 @@ MCP_PATH = "/mcp"
 INSTRUCTIONS = """\
 Mailroom's API as tools, for one workspace (the one your API key or assistant connection
 belongs to): contacts (import, export, bulk actions), tags, lists, segments, custom fields,
-suppressions, templates, campaigns (send, schedule, test, report), sending (transactional send,
+suppressions, templates, campaigns (send, schedule, test, report), RSS feeds (a blog's new posts
+as campaigns: check, activate, run), sending (transactional send,
 the sender identity, pause and resume), automations, signup forms, media (hosted images),
 webhooks, sending domains, connected assistants, e-commerce (stores, products, orders, carts),
 the account and its audit log. Each tool is one API operation and answers its JSON; errors come back as the API's {"error": ...} text.

@@ -258,6 +258,45 @@ class Collector:
         self._keys[label] = chosen
         return chosen
 
+    def custom_columns(
+        self,
+        sheet: Sheet,
+        mapped: set[int | None],
+        ignored: Callable[[int, str], bool],
+        key_of: Callable[[str], str] = field_key,
+    ) -> list[tuple[int, str]]:
+        """(column index, field key) of the columns that become custom fields: every named
+        column not `mapped` to something else nor `ignored` (the platform's bookkeeping)."""
+        custom: list[tuple[int, str]] = []
+        for index, name in enumerate(sheet.header):
+            if index in mapped or not name or ignored(index, name):
+                continue
+            key = self.declare(name, key_of(name))
+            if key is not None:
+                custom.append((index, key))
+        return custom
+
+    def rows_with_email(self, sheet: Sheet, email_at: int) -> Iterator[tuple[int, list[str], str]]:
+        """(row number, cells, email) of each data row; a row without an address is counted
+        and skipped with its reason."""
+        for row, cells in enumerate(sheet.rows, start=1):
+            self.count_row()
+            email = cells[email_at].strip()
+            if not email:
+                self.skip(sheet, row, NO_EMAIL)
+                continue
+            yield row, cells, email
+
+    def field_values(self, cells: list[str], custom: list[tuple[int, str]]) -> dict[str, str]:
+        """The row's non-empty custom field values by key (each seen for type inference)."""
+        fields: dict[str, str] = {}
+        for index, key in custom:
+            value = cells[index].strip()
+            if value:
+                fields[key] = value
+                self.observe(key, inference_value(value))
+        return fields
+
     def observe(self, key: str, value: Any) -> None:
         self._values.setdefault(key, []).append(value)
 

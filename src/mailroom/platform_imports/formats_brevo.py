@@ -28,11 +28,8 @@ Mapping (headers compared folded: case, spaces and punctuation do not matter):
 from __future__ import annotations
 
 from mailroom.platform_imports.formats import (
-    NO_EMAIL,
     Collector,
     Sheet,
-    field_key,
-    inference_value,
     split_list,
     text,
     truthy,
@@ -114,29 +111,13 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
         if folded in headers
     ]
     mapped = {email_at, first_at, last_at, lists_at, *(i for i, _ in markers)}
-    custom: list[tuple[int, str]] = []
-    for index, name in enumerate(sheet.header):
-        if index in mapped or not name or sheet.folded[index] in OWN_HEADERS:
-            continue
-        key = out.declare(name, field_key(name))
-        if key is not None:
-            custom.append((index, key))
-    for row, cells in enumerate(sheet.rows, start=1):
-        out.count_row()
-        email = cells[email_at].strip()
-        if not email:
-            out.skip(sheet, row, NO_EMAIL)
-            continue
+    custom = out.custom_columns(sheet, mapped, lambda i, n: sheet.folded[i] in OWN_HEADERS)
+    for row, cells, email in out.rows_with_email(sheet, email_at):
         status, suppress = "subscribed", None
         for index, (marked, reason) in markers:
             if truthy(cells[index]) and (suppress is None or _rank(reason) > _rank(suppress)):
                 status, suppress = marked, reason
-        fields: dict[str, str] = {}
-        for index, key in custom:
-            value = cells[index].strip()
-            if value:
-                fields[key] = value
-                out.observe(key, inference_value(value))
+        fields = out.field_values(cells, custom)
         lists = [] if lists_at is None else split_list(cells[lists_at], ",;|")
         out.add(
             PlatformContact(

@@ -21,11 +21,8 @@ lists) and no consent.
 from __future__ import annotations
 
 from mailroom.platform_imports.formats import (
-    NO_EMAIL,
     Collector,
     Sheet,
-    field_key,
-    inference_value,
     split_list,
     text,
 )
@@ -73,19 +70,8 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
     status_at = sheet.column(STATUS_HEADERS)
     tags_at = sheet.column(TAG_HEADERS)
     mapped = {email_at, first_at, last_at, status_at, tags_at}
-    custom: list[tuple[int, str]] = []
-    for index, name in enumerate(sheet.header):
-        if index in mapped or not name or sheet.folded[index] in OWN_HEADERS:
-            continue
-        key = out.declare(name, field_key(name))
-        if key is not None:
-            custom.append((index, key))
-    for row, cells in enumerate(sheet.rows, start=1):
-        out.count_row()
-        email = cells[email_at].strip()
-        if not email:
-            out.skip(sheet, row, NO_EMAIL)
-            continue
+    custom = out.custom_columns(sheet, mapped, lambda i, n: sheet.folded[i] in OWN_HEADERS)
+    for row, cells, email in out.rows_with_email(sheet, email_at):
         word = cells[status_at].strip().lower() if status_at is not None else ""
         if word in UNCONFIRMED:
             out.skip(sheet, row, NOT_CONFIRMED, email)
@@ -94,12 +80,7 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
         if state is None:
             out.skip(sheet, row, UNKNOWN_STATUS.format(status=word), email)
             continue
-        fields: dict[str, str] = {}
-        for index, key in custom:
-            value = cells[index].strip()
-            if value:
-                fields[key] = value
-                out.observe(key, inference_value(value))
+        fields = out.field_values(cells, custom)
         out.add(
             PlatformContact(
                 row=row,

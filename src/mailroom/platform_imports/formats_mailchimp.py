@@ -36,12 +36,10 @@ from __future__ import annotations
 import re
 
 from mailroom.platform_imports.formats import (
-    NO_EMAIL,
     Collector,
     Sheet,
     base_name,
     field_key,
-    inference_value,
     split_list,
     text,
 )
@@ -126,29 +124,18 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
     last_at = sheet.column(LAST_NAME_HEADERS)
     named = {"TAGS", "CONFIRM_TIME", "OPTIN_TIME", "CONFIRM_IP", "OPTIN_IP"}
     at = {name: header.index(name) for name in named if name in header}
-    custom: list[tuple[int, str]] = []
-    for index, name in enumerate(header):
-        if index in (email_at, first_at, last_at) or not name or name in BOOKKEEPING:
-            continue
-        key = out.declare(name, DEFAULT_MERGE_TAGS.get(name) or field_key(name))
-        if key is not None:
-            custom.append((index, key))
+    custom = out.custom_columns(
+        sheet,
+        {email_at, first_at, last_at},
+        lambda i, n: n in BOOKKEEPING,
+        lambda name: DEFAULT_MERGE_TAGS.get(name) or field_key(name),
+    )
     status, suppress = KIND_STATE.get(kind, ("subscribed", None))
-    for row, cells in enumerate(sheet.rows, start=1):
-        out.count_row()
-        email = cells[email_at].strip()
-        if not email:
-            out.skip(sheet, row, NO_EMAIL)
-            continue
+    for row, cells, email in out.rows_with_email(sheet, email_at):
         if kind == "nonsubscribed":
             out.skip(sheet, row, NOT_SUBSCRIBED, email)
             continue
-        fields: dict[str, str] = {}
-        for index, key in custom:
-            value = cells[index].strip()
-            if value:
-                fields[key] = value
-                out.observe(key, inference_value(value))
+        fields = out.field_values(cells, custom)
         consent_at = None
         for column in ("CONFIRM_TIME", "OPTIN_TIME"):
             if column in at and consent_at is None:

@@ -25,11 +25,8 @@ from __future__ import annotations
 
 from mailroom.core.languages import reduce_language
 from mailroom.platform_imports.formats import (
-    NO_EMAIL,
     Collector,
     Sheet,
-    field_key,
-    inference_value,
     split_list,
     text,
 )
@@ -94,26 +91,10 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
     if dnc_at is None:
         out.warn(NO_DNC_COLUMN)
     mapped = {email_at, first_at, last_at, locale_at, tags_at, dnc_at}
-    custom: list[tuple[int, str]] = []
-    for index, name in enumerate(sheet.header):
-        if index in mapped or not name or sheet.folded[index] in OWN_HEADERS:
-            continue
-        key = out.declare(name, field_key(name))
-        if key is not None:
-            custom.append((index, key))
-    for row, cells in enumerate(sheet.rows, start=1):
-        out.count_row()
-        email = cells[email_at].strip()
-        if not email:
-            out.skip(sheet, row, NO_EMAIL)
-            continue
+    custom = out.custom_columns(sheet, mapped, lambda i, n: sheet.folded[i] in OWN_HEADERS)
+    for row, cells, email in out.rows_with_email(sheet, email_at):
         status, suppress = dnc_state(cells[dnc_at]) if dnc_at is not None else ("subscribed", None)
-        fields: dict[str, str] = {}
-        for index, key in custom:
-            value = cells[index].strip()
-            if value:
-                fields[key] = value
-                out.observe(key, inference_value(value))
+        fields = out.field_values(cells, custom)
         out.add(
             PlatformContact(
                 row=row,

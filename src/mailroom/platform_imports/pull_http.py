@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import errno as errno_codes
 import json
-import os
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -42,7 +40,6 @@ MAX_RESPONSE_BYTES = 20 * 1024 * 1024
 RETRY_DELAYS: tuple[float, ...] = (2.0, 8.0)  # before the 2nd and the 3rd attempt
 MAX_RETRY_AFTER = 60.0
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
-CHUNK = 64 * 1024
 REASON_LIMIT = 300
 
 
@@ -178,7 +175,11 @@ class HttpClient:
                         f"{label}: HTTP {response.status}, a redirect (redirects are not "
                         "followed: give the address the API answers at)"
                     )
-                body = await _read(response, self.limit_bytes, label)
+                try:
+                    body = await client.read_limited(response, self.limit_bytes)
+                except client.TooLarge:
+                    limit = client.size_text(self.limit_bytes)
+                    raise PullFailed(f"{label}: an answer was larger than {limit}") from None
                 return Answer(
                     response.status,
                     _json(body),
@@ -196,7 +197,7 @@ class HttpClient:
             # host but never an address.
             raise PullFailed(f"{label}: {exc.os_error}") from None
         except aiohttp.ClientConnectorError as exc:
-            raise _Transient(f"could not connect: {_os_reason(exc.os_error)}") from None
+            raise _Transient(f"could not connect: {client.os_reason(exc.os_error)}") from None
         except aiohttp.ServerDisconnectedError:
             raise _Transient("the server closed the connection") from None
         except aiohttp.ClientPayloadError:
@@ -208,26 +209,7 @@ class HttpClient:
         except aiohttp.ClientError as exc:
             raise PullFailed(f"{label}: could not fetch ({type(exc).__name__})") from None
         except OSError as exc:
-            raise _Transient(f"could not connect: {_os_reason(exc)}") from None
-
-
-async def _read(response: aiohttp.ClientResponse, limit_bytes: int, label: str) -> bytes:
-    too_large = PullFailed(f"{label}: an answer was larger than {_size(limit_bytes)}")
-    declared = response.content_length
-    if (
-        declared is not None
-        and declared > limit_bytes
-        and "Content-Encoding" not in response.headers
-    ):
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(CHUNK):  # decoded (gzip, deflate)
-        size += len(chunk)
-        if size > limit_bytes:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
+            raise _Transient(f"could not connect: {client.os_reason(exc)}") from None
 
 
 def _refuse_constant(name: str) -> Any:
@@ -255,20 +237,3 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         return None  # an HTTP date: the schedule's own delay is used
     return seconds if 0 <= seconds <= MAX_RETRY_AFTER else None
-
-
-def _size(n: int) -> str:
-    mib, kib = 1024 * 1024, 1024
-    if n >= mib and n % mib == 0:
-        return f"{n // mib} MB"
-    if n >= kib and n % kib == 0:
-        return f"{n // kib} KB"
-    return f"{n} bytes"
-
-
-def _os_reason(exc: BaseException | None) -> str:
-    """ "Connection refused", not "Connect call failed ('10.1.2.3', 443)": no addresses."""
-    code = getattr(exc, "errno", None)
-    if isinstance(code, int) and code in errno_codes.errorcode:
-        return os.strerror(code)
-    return "connection failed"

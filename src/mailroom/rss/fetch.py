@@ -16,8 +16,6 @@ never carry an address a name resolved to.
 from __future__ import annotations
 
 import asyncio
-import errno as errno_codes
-import os
 from dataclasses import dataclass
 
 import aiohttp
@@ -29,7 +27,6 @@ from mailroom.webhooks import client
 USER_AGENT = "Mailroom-Feeds/1.0"
 ACCEPT = "application/rss+xml, application/atom+xml, application/xml, text/xml;q=0.9, */*;q=0.8"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-CHUNK = 64 * 1024
 
 
 class FeedUnreadable(Exception):
@@ -101,7 +98,7 @@ async def fetch(
         # but never an address.
         raise FeedUnreadable(str(exc.os_error)) from None
     except aiohttp.ClientConnectorError as exc:
-        raise FeedUnreadable(f"could not connect: {_os_reason(exc.os_error)}") from None
+        raise FeedUnreadable(f"could not connect: {client.os_reason(exc.os_error)}") from None
     except aiohttp.ServerDisconnectedError:
         raise FeedUnreadable("the server closed the connection") from None
     except aiohttp.ClientPayloadError:
@@ -113,7 +110,7 @@ async def fetch(
     except aiohttp.ClientError as exc:
         raise FeedUnreadable(f"could not fetch ({type(exc).__name__})") from None
     except OSError as exc:
-        raise FeedUnreadable(f"could not connect: {_os_reason(exc)}") from None
+        raise FeedUnreadable(f"could not connect: {client.os_reason(exc)}") from None
 
 
 async def _check(
@@ -163,7 +160,10 @@ async def _follow(
                     current,
                 )
             elif 200 <= response.status < 300:
-                body = await _read(response, limit_bytes)
+                try:
+                    body = await client.read_limited(response, limit_bytes)
+                except client.TooLarge:
+                    raise FeedUnreadable(f"larger than {client.size_text(limit_bytes)}") from None
                 return Fetched(
                     response.status,
                     body,
@@ -177,39 +177,3 @@ async def _follow(
         await _check(target, allowed, lookup, redirected=True)
         hops += 1
         current = target
-
-
-async def _read(response: aiohttp.ClientResponse, limit_bytes: int) -> bytes:
-    too_large = FeedUnreadable(f"larger than {_size(limit_bytes)}")
-    declared = response.content_length
-    if (
-        declared is not None
-        and declared > limit_bytes
-        and "Content-Encoding" not in response.headers
-    ):
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(CHUNK):  # decoded (gzip, deflate)
-        size += len(chunk)
-        if size > limit_bytes:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _size(n: int) -> str:
-    mib, kib = 1024 * 1024, 1024
-    if n >= mib and n % mib == 0:
-        return f"{n // mib} MB"
-    if n >= kib and n % kib == 0:
-        return f"{n // kib} KB"
-    return f"{n} bytes"
-
-
-def _os_reason(exc: BaseException | None) -> str:
-    """ "Connection refused", not "Connect call failed ('10.1.2.3', 443)": no addresses."""
-    code = getattr(exc, "errno", None)
-    if isinstance(code, int) and code in errno_codes.errorcode:
-        return os.strerror(code)
-    return "connection failed"

@@ -9,6 +9,8 @@ no window between the check and the connect (DNS rebinding); TLS still verifies 
 from __future__ import annotations
 
 import asyncio
+import errno as errno_codes
+import os
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -131,3 +133,49 @@ def _reason(response: Any) -> str:
 
 def _short(exc: object) -> str:
     return str(exc)[:300]
+
+
+# ---------------------------------------------------------------- reading answers (feeds, imports)
+
+CHUNK = 64 * 1024
+
+
+class TooLarge(Exception):
+    """The answer's body passed the caller's limit."""
+
+
+async def read_limited(response: aiohttp.ClientResponse, limit_bytes: int) -> bytes:
+    """The whole body, decoded (gzip, deflate), refused (TooLarge) once it passes
+    `limit_bytes`: counted as read, never trusting Content-Length alone."""
+    declared = response.content_length
+    if (
+        declared is not None
+        and declared > limit_bytes
+        and "Content-Encoding" not in response.headers
+    ):
+        raise TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(CHUNK):
+        size += len(chunk)
+        if size > limit_bytes:
+            raise TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def size_text(n: int) -> str:
+    mib, kib = 1024 * 1024, 1024
+    if n >= mib and n % mib == 0:
+        return f"{n // mib} MB"
+    if n >= kib and n % kib == 0:
+        return f"{n // kib} KB"
+    return f"{n} bytes"
+
+
+def os_reason(exc: BaseException | None) -> str:
+    """ "Connection refused", not "Connect call failed ('10.1.2.3', 443)": no addresses."""
+    code = getattr(exc, "errno", None)
+    if isinstance(code, int) and code in errno_codes.errorcode:
+        return os.strerror(code)
+    return "connection failed"

@@ -76,25 +76,11 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
         if state is None:
             out.skip(sheet, row, UNKNOWN_STATUS.format(status=status_word), email)
             continue
-        fields: dict[str, str] = {}
         attrs = attributes(cells[attributes_at]) if attributes_at is not None else {}
         if attrs is None:
             out.warn(BAD_ATTRIBUTES.format(source=sheet.source, row=row))
             attrs = {}
-        for name, value in attrs.items():
-            if isinstance(value, dict | list):
-                out.warn(NESTED.format(key=name))
-                continue
-            if value is None or (isinstance(value, float) and not math.isfinite(value)):
-                continue
-            raw = json_scalar(value).strip()
-            if not raw:
-                continue
-            key = out.declare(name, name)
-            if key is None:
-                continue
-            fields[key] = raw
-            out.observe(key, value.strip() if isinstance(value, str) else value)
+        fields = attribute_fields(out, attrs)
         first, last = split_name(cells[name_at]) if name_at is not None else (None, None)
         out.add(
             PlatformContact(
@@ -113,3 +99,26 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
             )
         )
     return True
+
+
+def attribute_fields(out: Collector, attrs: dict[Any, Any]) -> dict[str, str]:
+    """A subscriber's attributes (the export's JSON column, the API's `attribs`) as field
+    values keyed as listmonk names them; nested values are skipped with a warning."""
+    fields: dict[str, str] = {}
+    for name, value in attrs.items():
+        if not isinstance(name, str):
+            continue
+        if isinstance(value, dict | list):
+            out.warn(NESTED.format(key=name))
+            continue
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            continue
+        raw = json_scalar(value).strip()
+        if not raw:
+            continue
+        key = out.declare(name, name)
+        if key is None:
+            continue
+        fields[key] = raw
+        out.observe(key, value.strip() if isinstance(value, str) else value)
+    return fields

@@ -36,7 +36,6 @@ Mapping (as the subscribers export's reader, `formats_listmonk`, where the two m
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
@@ -47,11 +46,10 @@ from mailroom.platform_imports.formats import (
     MAX_EXPORT_ROWS,
     NO_EMAIL,
     Collector,
-    json_scalar,
     parse_time,
     split_name,
 )
-from mailroom.platform_imports.formats_listmonk import NESTED, STATES, UNKNOWN_STATUS
+from mailroom.platform_imports.formats_listmonk import STATES, UNKNOWN_STATUS, attribute_fields
 from mailroom.platform_imports.pull_http import (
     Answer,
     HttpClient,
@@ -311,25 +309,7 @@ class _Pull:
         return lists, consent_at, consent_ip
 
     def fields(self, attribs: Any) -> dict[str, str]:
-        out = self.out
-        fields: dict[str, str] = {}
-        for name, value in (attribs if isinstance(attribs, dict) else {}).items():
-            if not isinstance(name, str):
-                continue
-            if isinstance(value, dict | list):
-                out.warn(NESTED.format(key=name))
-                continue
-            if value is None or (isinstance(value, float) and not math.isfinite(value)):
-                continue
-            raw = json_scalar(value).strip()
-            if not raw:
-                continue
-            key = out.declare(name, name)
-            if key is None:
-                continue
-            fields[key] = raw
-            out.observe(key, value.strip() if isinstance(value, str) else value)
-        return fields
+        return attribute_fields(self.out, attribs if isinstance(attribs, dict) else {})
 
     def time(self, value: Any, row: int, name: str) -> datetime | None:
         raw = _text(value)

@@ -54,6 +54,7 @@ from mailroom.mcp.server import MCP_PATH, McpHttpEndpoint
 from mailroom.media.api import public_router as media_public_router
 from mailroom.media.api import router as media_router
 from mailroom.pages.api import router as pages_router
+from mailroom.platform_imports.api import router as platform_imports_router
 from mailroom.rss.api import router as rss_router
 from mailroom.segments.api import router as segments_router
 from mailroom.sending.api import router as sending_router
@@ -131,6 +132,7 @@ ROUTERS = [
     domains_router,
     campaigns_router,
     rss_router,
+    platform_imports_router,
     automations_router,
     ecommerce_router,
     forms_router,

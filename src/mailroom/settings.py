@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     webhook_retry_delays: list[int] = Field(default_factory=lambda: [30, 300, 3600, 18000])
     webhook_allow_networks: list[str] = Field(default_factory=list)
     dns_nameservers: list[str] = Field(default_factory=list)
+    # Imports from Mailchimp's API: the base URL up to and including `/3.0`, replacing the host
+    # derived from the key's data centre (for a local stand-in; unset in production).
+    mailchimp_api_url: str = ""
     # Sending domains (domains/): the DNS records each domain is advised to publish besides its
     # DKIM key. SPF: `include:<spf_include>` (the relay's SPF name); unset, no SPF record is
     # advised. Return path: `<return_path_subdomain>.<domain>` CNAME `<return_path_domain>`

@@ -37,6 +37,7 @@ from mailroom.ecommerce import deliveries as store_deliveries
 from mailroom.forms import upkeep as form_upkeep
 from mailroom.jobs import service as jobs_service
 from mailroom.models import WorkerProcess
+from mailroom.platform_imports import runner as platform_imports
 from mailroom.ratelimits import service as ratelimits
 from mailroom.rss import issues as rss_issues
 from mailroom.sending import limits as send_limits
@@ -99,6 +100,10 @@ async def _run_rss_feeds(ctx: WorkerContext) -> int:
     return await rss_issues.run_due(ctx.db, _contexts(ctx))
 
 
+async def _run_platform_imports(ctx: WorkerContext) -> int:
+    return await platform_imports.run_due(ctx.db, _contexts(ctx), ctx.settings, ctx.worker_id)
+
+
 async def _prune_sending(ctx: WorkerContext) -> int:
     async with ctx.db.transaction() as session:
         await idempotency.prune(session)
@@ -134,6 +139,7 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop("scheduled-campaigns", _start_scheduled_campaigns, 2.0),
         # The shortest feed schedule is every 5 minutes: looking twice a minute is on time.
         Loop("rss-feeds", _run_rss_feeds, 30),
+        Loop("platform-imports", _run_platform_imports, settings.worker_poll_interval),
         Loop("automations", automation_runner.tick, min(0.5, settings.worker_poll_interval)),
         # Anniversary enrolments are per day at a minute: looking each minute is on time.
         Loop("anniversaries", anniversaries.tick, 60),

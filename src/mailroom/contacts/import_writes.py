@@ -128,17 +128,17 @@ async def apply_staged(ctx: Context, run: str, staged: Iterable[dict[str, Any]])
     await ctx.session.execute(delete(ImportStaging).where(ImportStaging.run_id == run))
 
 
-async def attach_tags(
+async def missing_tag_pairs(
     ctx: Context,
     found: dict[str, rows_.Row],
     ids: dict[str, str],
     tag_ids: dict[str, str],
     existing_emails: set[str],
-) -> dict[str, list[str]]:
-    """Attach the rows' tags that contacts do not carry yet; returns, per tag id, the
-    contacts it was attached to (for their contact.tag_added)."""
+) -> set[tuple[str, str]]:
+    """(contact id, tag id) for each row's tag (by folded name in `tag_ids`) that its contact
+    does not carry yet; only `existing_emails` are looked up (new contacts carry nothing)."""
     if not tag_ids:
-        return {}
+        return set()
 
     def wanted() -> tuple[set[tuple[str, str]], list[str]]:  # pure CPU, 50,000 rows: a thread
         pairs = {
@@ -159,6 +159,19 @@ async def attach_tags(
         )
         async for batch in present.partitions():
             pairs.difference_update(tuple(p) for p in batch)
+    return pairs
+
+
+async def attach_tags(
+    ctx: Context,
+    found: dict[str, rows_.Row],
+    ids: dict[str, str],
+    tag_ids: dict[str, str],
+    existing_emails: set[str],
+) -> dict[str, list[str]]:
+    """Attach the rows' tags that contacts do not carry yet; returns, per tag id, the
+    contacts it was attached to (for their contact.tag_added)."""
+    pairs = await missing_tag_pairs(ctx, found, ids, tag_ids, existing_emails)
     now = utcnow()
     await insert(
         ctx,

@@ -49,7 +49,7 @@ TOO_MANY_ROWS = rows_.TOO_MANY_ROWS
 Progress = Callable[[str, int, int], None]
 
 
-def _flag(fields: dict[str, str], name: str, default: bool) -> bool:
+def flag(fields: dict[str, str], name: str, default: bool) -> bool:
     raw = fields.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -84,9 +84,9 @@ def parse_options(fields: dict[str, str]) -> ImportOptions:
     return ImportOptions(
         default_status=default_status,
         source=source,
-        skip_duplicates=_flag(fields, "skip_duplicates", True),
-        run_automations=_flag(fields, "run_automations", False),
-        check_domains=_flag(fields, "check_domains", False),
+        skip_duplicates=flag(fields, "skip_duplicates", True),
+        run_automations=flag(fields, "run_automations", False),
+        check_domains=flag(fields, "check_domains", False),
         tags=tuple(rows_.split_tags(fields.get("tags") or "")),
         list_id=(fields.get("list_id") or "").strip() or None,
         mapping=fields.get("mapping") or None,

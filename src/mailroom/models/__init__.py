@@ -57,6 +57,7 @@ from mailroom.models.idempotency import IdempotencyKey
 from mailroom.models.jobs import Job
 from mailroom.models.lists import ListMember, MailingList
 from mailroom.models.media import MediaFile
+from mailroom.models.platform_imports import PlatformImport
 from mailroom.models.ratelimit import RateLimitHit
 from mailroom.models.rss import FEED_STATUSES, RssFeed, RssSeenItem
 from mailroom.models.scratch import BulkSelection, ImportStaging
@@ -131,6 +132,7 @@ __all__ = [
     "Order",
     "OrderLine",
     "Person",
+    "PlatformImport",
     "Product",
     "RateLimitHit",
     "RssFeed",

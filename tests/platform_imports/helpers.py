@@ -47,14 +47,22 @@ async def work(db: Any, settings: Any, worker_id: str = "test-worker") -> int:
 
 
 async def run_import(
-    client: Any, db: Any, settings: Any, ws: Any, platform: str, filename: str, content: bytes,
+    client: Any,
+    db: Any,
+    settings: Any,
+    ws: Any,
+    platform: str,
+    filename: str,
+    content: bytes,
     **fields: str,
 ) -> dict[str, Any]:
     """Start an import, run it, and answer `GET /imports/{id}`'s import."""
     started = await start(client, ws, platform, filename, content, **fields)
     assert started.status_code == 202, started.text
     await work(db, settings)
-    answer = await client.get(f"/api/v1/imports/{started.json()['import']['id']}", headers=ws.headers)
+    answer = await client.get(
+        f"/api/v1/imports/{started.json()['import']['id']}", headers=ws.headers
+    )
     assert answer.status_code == 200, answer.text
     found: dict[str, Any] = answer.json()["import"]
     return found

@@ -506,6 +506,13 @@ CASES = [
             ("GET", "/issues", None),
         ]
     ],
+    Case(
+        "get-import",
+        "GET",
+        "/api/v1/imports/{id}",
+        "/api/v1/imports/{a_import}",
+        "Import not found",
+    ),
 ]
 
 
@@ -743,7 +750,19 @@ async def world(client, factory, settings) -> World:
             201,
         )
     )["rss_feed"]
+    a_import = (
+        await _ok(
+            await client.post(
+                "/api/v1/imports",
+                data={"platform": "listmonk"},
+                files={"file": ("s.csv", b"email,name\nvictim@mailtest.io,Secret Name\n")},
+                headers=a.headers,
+            ),
+            202,
+        )
+    )["import"]
     ids = {
+        "a_import": a_import["id"],
         "a_feed": a_feed["id"],
         "a_store": a_store["id"],
         "a_assistant": a_assistant["assistant_id"],
@@ -816,6 +835,8 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "assistant": f"/api/v1/assistants/{ids['a_assistant']}",
         "assistants": "/api/v1/assistants",
         "feed": f"/api/v1/rss-feeds/{ids['a_feed']}",
+        "import": f"/api/v1/imports/{ids['a_import']}",
+        "imports": "/api/v1/imports",
         "feed_issues": f"/api/v1/rss-feeds/{ids['a_feed']}/issues",
         "store": f"/api/v1/ecommerce/stores/{ids['a_store']}",
         "store_orders": f"/api/v1/ecommerce/stores/{ids['a_store']}/orders",

@@ -34,6 +34,7 @@ from mailroom.dashboard.import_pages import router as dashboard_import_router
 from mailroom.dashboard.overview_pages import router as dashboard_overview_router
 from mailroom.dashboard.pages import router as dashboard_router
 from mailroom.dashboard.people_pages import router as dashboard_people_router
+from mailroom.dashboard.platform_import_pages import router as dashboard_platform_import_router
 from mailroom.dashboard.render import note_delivery
 from mailroom.dashboard.security_pages import router as dashboard_security_router
 from mailroom.dashboard.segment_pages import router as dashboard_segments_router
@@ -90,6 +91,7 @@ DASHBOARD_ROUTERS = [
     dashboard_groups_router,
     dashboard_fields_router,
     dashboard_import_router,
+    dashboard_platform_import_router,
     dashboard_segments_router,
     dashboard_templates_router,
     dashboard_campaigns_router,

@@ -811,6 +811,17 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
         lambda w: w.call("POST", f"{w.extra['feed']}/run"),
         _active_feed,
     ),
+    # An import from another platform (issue 29) only queues a job: the worker writes the
+    # contacts and their events (tests/platform_imports/test_import_events.py).
+    "POST /api/v1/imports": (
+        lambda w: w.call(
+            "POST",
+            "/api/v1/imports",
+            data={"platform": "listmonk"},
+            files={"file": ("s.csv", b"email,name,status\nnew@acme.io,New,enabled\n", "text/csv")},
+        ),
+        None,
+    ),
     # Orders and carts never subscribe anyone (issue 27): a buyer is a customer, not a contact.
     "POST /api/v1/ecommerce/stores": (
         lambda w: w.call(

@@ -176,6 +176,17 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "address, and min_items <= max_items compares two fields",
     ),
     (
+        r"POST /api/v1/imports",
+        r"^api\.url is not allowed: ",
+        "listmonk's URL must reach an address the outbound guard allows, which DNS decides",
+    ),
+    (
+        r"POST /api/v1/imports",
+        r"^(Not a \w+ .*export|No contacts to import|The file (is not|must be UTF-8)|Archive "
+        r"entry)",
+        "the uploaded file must be the platform's export, which its bytes decide",
+    ),
+    (
         r"POST /api/v1/rss-feeds/\{id\}/(check|activate|run)",
         r"^Feed could not be read: ",
         "what the feed's server answers now",

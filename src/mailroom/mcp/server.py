@@ -41,7 +41,8 @@ MCP_PATH = "/mcp"
 # them: tests/mcp/test_mcp_instructions.py checks it against the app's tool set.
 INSTRUCTIONS = """\
 Mailroom's API as tools, for one workspace (the one your API key or assistant connection
-belongs to): contacts (import, export, bulk actions), tags, lists, segments, custom fields,
+belongs to): contacts (import, export, bulk actions), platform imports (move from
+Mailchimp, listmonk, Brevo, Kit or Mautic: an export file or an API pull, as a job), tags, lists, segments, custom fields,
 suppressions, templates, campaigns (send, schedule, test, report), RSS feeds (a blog's new posts
 as campaigns: check, activate, run), sending (transactional send,
 the sender identity, pause and resume), automations, signup forms, media (hosted images),

@@ -28,7 +28,7 @@ MAILCHIMP_API = {
     "properties": {
         "key": {
             "type": "string",
-            "pattern": r"-[A-Za-z]+[0-9]+\s*$",
+            "pattern": r"^\s*\S+-[A-Za-z]+[0-9]+\s*$",
             "description": "A Marketing API key, ending with its data centre (`...-us21`).",
         },
         "list_id": {
@@ -45,12 +45,17 @@ LISTMONK_API = {
     "required": ["url", "username", "token"],
     "additionalProperties": False,
     "properties": {
-        "url": {"type": "string", "format": "uri", "description": "listmonk's address."},
+        "url": {
+            "type": "string",
+            "format": "uri",
+            "pattern": "^https?://",
+            "description": "listmonk's address.",
+        },
         "username": {"type": "string", "minLength": 1, "pattern": r"\S"},
         "token": {"type": "string", "minLength": 1, "pattern": r"\S"},
         "list_ids": {
             "type": "array",
-            "items": {"type": "integer", "minimum": 1},
+            "items": {"type": "integer", "minimum": 1, "maximum": 2_147_483_647},
             "description": "Only these lists' subscribers; all when absent.",
         },
     },
@@ -64,9 +69,21 @@ IMPORT_BODY = {
                 "title": "PlatformImportPull",
                 "required": ["platform", "api"],
                 "additionalProperties": False,
+                # Which `api` goes with which platform.
+                "allOf": [
+                    {
+                        "if": {"properties": {"platform": {"const": name}}},
+                        "then": {"properties": {"api": shape}},
+                    }
+                    for name, shape in (("mailchimp", MAILCHIMP_API), ("listmonk", LISTMONK_API))
+                ],
                 "properties": {
                     "platform": {"type": "string", "enum": ["mailchimp", "listmonk"]},
-                    "api": {"oneOf": [MAILCHIMP_API, LISTMONK_API]},
+                    "api": {
+                        "type": "object",
+                        "description": "mailchimp: `{key, list_id?}`; listmonk: `{url, "
+                        "username, token, list_ids?}`.",
+                    },
                     "list_id": LIST_ID,
                     "dry_run": {"type": "boolean", "description": "Count, write nothing."},
                     "check_domains": {

@@ -160,18 +160,29 @@ async def _credentials(ctx: Context, platform: str, api: dict[str, Any]) -> dict
         return {"key": str(key).strip(), "list_id": audience.strip() if audience else None}
     given: Any = api.get("url")
     url = await check_listmonk_url(given, allowed_networks(ctx))
-    list_ids = api.get("list_ids")
-    if list_ids is not None and (
-        not isinstance(list_ids, list)
-        or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in list_ids)
-    ):
-        raise ApiError(400, BAD_LIST_IDS)
+    list_ids = _list_ids(api.get("list_ids"))
     return {
         "url": url,
         "username": _text(api, "username"),
         "token": _text(api, "token"),
         "list_ids": list_ids or [],
     }
+
+
+def _list_ids(value: Any) -> list[int]:
+    """listmonk list ids: whole numbers (JSON's 3.0 is 3), 1 to 2^31-1 (listmonk's int)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ApiError(400, BAD_LIST_IDS)
+    found: list[int] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int | float) or item != int(item):
+            raise ApiError(400, BAD_LIST_IDS)
+        if not 1 <= item <= 2_147_483_647:
+            raise ApiError(400, BAD_LIST_IDS)
+        found.append(int(item))
+    return found
 
 
 async def get_import(ctx: Context, import_id: str) -> PlatformImport:

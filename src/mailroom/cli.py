@@ -594,16 +594,31 @@ def import_contacts(
     mapping: Annotated[
         str, typer.Option(help="JSON mapping of column index to target (see the API).")
     ] = "",
+    platform: Annotated[
+        str,
+        typer.Option(
+            help="Import another platform's export instead of a Mailroom CSV: mailchimp (the "
+            "audience export .zip or one of its CSV files), listmonk, brevo, kit or mautic. "
+            "Only --list, --check-domains and --dry-run apply then.",
+        ),
+    ] = "",
+    dry_run: Annotated[
+        bool, typer.Option(help="With --platform: count what would happen, write nothing.")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Import contacts from a CSV file: the same rules as POST /api/v1/contacts/import, in one
-    transaction (all rows or none), with a progress display."""
+    transaction (all rows or none), with a progress display. With --platform, another
+    platform's export, as POST /api/v1/imports does, with a progress bar."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from mailroom.accounts import service as accounts
     from mailroom.contacts import importer
     from mailroom.core.context import Context
 
+    if platform:
+        _platform_import(file, workspace, platform, list_id, check_domains, dry_run, as_json)
+        return
     content = file.read_bytes()
     if len(content) > importer.MAX_BYTES:
         _fail(importer.TOO_LARGE)
@@ -652,6 +667,83 @@ def import_contacts(
         f"skipped {result['skipped']:,} (invalid {result['invalid']:,}, "
         f"unconfirmed {result['skipped_unconfirmed']:,}, duplicates {result['skipped_duplicates']:,}, "
         f"placeholders {result['skipped_placeholder']:,}, undeliverable {result['skipped_undeliverable']:,}).",
+    )
+
+
+def _platform_import(
+    file: Path,
+    workspace: str,
+    platform: str,
+    list_id: str,
+    check_domains: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """`mailroom import FILE --platform P`: the job POST /api/v1/imports starts, run here (or,
+    when a worker took it first, followed) with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mailroom.accounts import service as accounts
+    from mailroom.contacts import importer
+    from mailroom.core.context import Context
+    from mailroom.platform_imports import runner
+    from mailroom.platform_imports import service as platform_imports
+    from mailroom.worker import WorkerContext, _contexts, new_worker_id
+
+    content = file.read_bytes()
+    if len(content) > importer.MAX_BYTES:
+        _fail(importer.TOO_LARGE)
+    settings = get_settings()
+    fields = {
+        "platform": platform,
+        "list_id": list_id,
+        "dry_run": str(dry_run).lower(),
+        "check_domains": str(check_domains).lower(),
+    }
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as session:
+            principal = await accounts.principal_for_workspace(session, workspace)
+            ctx = Context(session, principal, settings)
+            job = await platform_imports.start_file_import(
+                ctx, filename=file.name, content=content, fields=fields
+            )
+            job_id = job.id
+        worker_id = new_worker_id()
+        contexts = _contexts(WorkerContext(db, settings, worker_id))
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+        with Progress(*columns, TimeElapsedColumn(), console=err, transient=as_json) as bar:
+            task = bar.add_task(f"{platform} import", total=None)
+            running = asyncio.create_task(runner.run_job(db, contexts, settings, worker_id, job_id))
+            while True:
+                async with db.session(write=False) as session:
+                    ctx = Context(session, principal, settings)
+                    shown = platform_imports.as_dict(await platform_imports.get_import(ctx, job_id))
+                progress = shown["progress"]
+                bar.update(task, completed=progress["done"], total=progress["total"] or None)
+                if shown["status"] in ("done", "failed"):
+                    break
+                await asyncio.sleep(0.2)
+            await running
+        return shown
+
+    shown = _run(lambda: _with_db(work, settings))
+    if shown["status"] == "failed":
+        if as_json:
+            sys.stdout.write(json.dumps(shown, default=str) + "\n")
+        _fail(shown["error"] or "The import failed")
+    result = shown["result"]
+    suppressed = result["suppressed"]
+    verb = "Would create" if dry_run else "Created"
+    _emit(
+        json.loads(json.dumps(shown, default=str)),
+        as_json,
+        f"{verb} {result['created']:,}, updated {result['updated']:,}, unchanged "
+        f"{result['unchanged']:,}; suppressed {suppressed['unsubscribed']:,} unsubscribed, "
+        f"{suppressed['bounced']:,} bounced, {suppressed['complained']:,} complained; "
+        f"{result['tags_created']:,} tags, {len(result['fields_created']):,} fields and "
+        f"{result['lists_created']:,} lists created; skipped {result['skipped_total']:,}."
+        + "".join(f"\nWarning: {w}" for w in result["warnings"]),
     )
 
 

@@ -35,8 +35,10 @@ class PlatformImport(DueWork, Base):
     filename: Mapped[str] = mapped_column(String(255), default="")
     # {list_id?, dry_run, check_domains, api?: {...}}; secrets sealed (see service.seal_api)
     options: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
-    # The upload as received, or (origin "api") the pulled export, compressed once pulled, so
-    # a resumed job writes exactly what its first run read. Cleared when the job ends.
+    # The export as read from the upload (at the POST) or pulled from the API (by the job's
+    # first run), normalised and compressed (platform_imports/stored.py), so the job never
+    # parses the file twice and a resumed job writes exactly what its first run read.
+    # Cleared when the job ends.
     upload: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, default=None))
     # Where a run stands: {prepared: bool, tag_ids, list_ids, ...} (see writer.py).
     state: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)

@@ -65,9 +65,15 @@ async def _options(
     return options
 
 
-def read_upload(platform: str, filename: str, content: bytes, key: bytes) -> entries.Prepared:
-    """The upload read and checked as the job will read it (CPU: call it in a thread)."""
-    return entries.prepare(read_export(platform, filename, content), key=key, now=utcnow())
+def read_upload(platform: str, filename: str, content: bytes, key: bytes) -> tuple[bytes, int]:
+    """The upload read and checked as the job will write it (CPU: call it in a thread).
+    Returns the normalised export as the job keeps it (`stored.dump`: the job loads it instead
+    of parsing the file again) and the number of contacts to write."""
+    export = read_export(platform, filename, content)
+    ready = entries.prepare(export, key=key, now=utcnow())
+    if not ready.entries:
+        raise ApiError(422, NOTHING_TO_IMPORT, skipped=ready.skipped[:20])
+    return stored.dump(export), len(ready.entries)
 
 
 async def start_file_import(
@@ -82,9 +88,7 @@ async def start_file_import(
         flag(fields, "check_domains", False),
     )
     key = ctx.settings.resolved_secret_key.encode()
-    ready = await asyncio.to_thread(read_upload, platform, filename, content, key)
-    if not ready.entries:
-        raise ApiError(422, NOTHING_TO_IMPORT, skipped=ready.skipped[:20])
+    kept, total = await asyncio.to_thread(read_upload, platform, filename, content, key)
     job = PlatformImport(
         id=new_id(),
         workspace_id=ctx.workspace_id,
@@ -92,8 +96,8 @@ async def start_file_import(
         origin="file",
         filename=filename[-255:],
         options=options,
-        upload=content,
-        progress_total=len(ready.entries),
+        upload=kept,
+        progress_total=total,
     )
     ctx.session.add(job)
     await ctx.session.flush()

@@ -1,6 +1,8 @@
-"""A pulled export kept with its job (zlib-compressed JSON), so a resumed job writes exactly
-what its first run pulled instead of asking the platform again; and the API credentials kept
-sealed (AES-GCM under the installation secret, bound to the job) until the pull is done."""
+"""An export kept with its job as zlib-compressed JSON: read from the upload by the POST (which
+must read it to refuse what is not an export) or pulled by the job's first run, so the job
+never parses a file twice, and a resumed job writes exactly what its first run read instead of
+asking the platform again. Also the API credentials, kept sealed (AES-GCM under the
+installation secret, bound to the job) until the pull is done."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def dump(export: PlatformExport) -> bytes:
             for c in export.contacts
         ],
     }
-    return zlib.compress(orjson.dumps(body), 6)
+    return zlib.compress(orjson.dumps(body), 1)  # fast: it lives for one job
 
 
 def load(data: bytes) -> PlatformExport:

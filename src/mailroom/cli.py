@@ -670,6 +670,12 @@ def import_contacts(
     )
 
 
+INTERRUPTED = (
+    "The import {id} was interrupted ({error}); a worker (mailroom worker, or mailroom serve) "
+    "resumes it where it stopped: follow it with GET /api/v1/imports/{id}"
+)
+
+
 def _platform_import(
     file: Path,
     workspace: str,
@@ -686,13 +692,14 @@ def _platform_import(
     from mailroom.accounts import service as accounts
     from mailroom.contacts import importer
     from mailroom.core.context import Context
+    from mailroom.models import PlatformImport
     from mailroom.platform_imports import runner
     from mailroom.platform_imports import service as platform_imports
     from mailroom.worker import WorkerContext, _contexts, new_worker_id
 
     content = file.read_bytes()
     if len(content) > importer.MAX_BYTES:
-        _fail(importer.TOO_LARGE)
+        _fail(platform_imports.TOO_LARGE)
     settings = get_settings()
     fields = {
         "platform": platform,
@@ -702,8 +709,11 @@ def _platform_import(
     }
 
     async def work(db: Database) -> dict[str, Any]:
-        async with db.transaction() as session:
+        async with db.session(write=False) as session:
             principal = await accounts.principal_for_workspace(session, workspace)
+        # The file is read before this transaction's first statement (start_file_import):
+        # no write lock is held through seconds of parsing.
+        async with db.transaction() as session:
             ctx = Context(session, principal, settings)
             job = await platform_imports.start_file_import(
                 ctx, filename=file.name, content=content, fields=fields
@@ -723,6 +733,13 @@ def _platform_import(
                 bar.update(task, completed=progress["done"], total=progress["total"] or None)
                 if shown["status"] in ("done", "failed"):
                     break
+                if running.done() and running.result():
+                    # This process ran it and it is still pending: an unexpected error
+                    # interrupted it (logged); a worker resumes it after a pause.
+                    async with db.session(write=False) as session:
+                        row = await session.get(PlatformImport, job_id)
+                        last = (row.state or {}).get("last_error") if row else None
+                    raise ApiError(500, INTERRUPTED.format(id=job_id, error=last or "see the log"))
                 await asyncio.sleep(0.2)
             await running
         return shown

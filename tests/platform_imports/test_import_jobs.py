@@ -93,7 +93,7 @@ async def test_a_job_interrupted_too_often_fails_saying_so(
     assert failed["status"] == "failed"
     assert failed["error"] == (
         "The import was interrupted 3 times (its process stopped or failed) and was given up; "
-        "4 of 9 contacts had been written"
+        "4 of 9 contacts had been written (the last error: RuntimeError: the process died here)"
     )
     # What was written is said, not hidden.
     assert failed["result"]["created"] == 4
@@ -126,3 +126,11 @@ async def test_a_refusal_part_way_stops_the_job_with_what_was_written(
         "Upgrade to add more."
     )
     assert failed["result"]["created"] == 4
+    # Only what the committed chunk wrote is reported: the refused chunk's counts are not.
+    written = await client.get("/api/v1/suppressions", headers=ws.headers)
+    by_reason = written.json()["by_reason"]
+    assert failed["result"]["suppressed"] == {
+        "unsubscribed": by_reason["unsubscribed"],
+        "bounced": by_reason["bounced"],
+        "complained": by_reason["complained"],
+    }

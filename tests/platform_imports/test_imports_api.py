@@ -357,3 +357,81 @@ async def test_contact_cap_fails_the_job_and_writes_nothing(
     assert job["error"] == "Contact limit reached (500 on the Free plan). Upgrade to add more."
     assert job["result"] is None
     assert await contact_total(client, free) == 0
+
+
+MAILCHIMP_HEADER = (
+    '"Email Address","First Name","Last Name",OPTIN_TIME,OPTIN_IP,CONFIRM_TIME,CONFIRM_IP,TAGS\n'
+)
+
+
+async def test_names_match_existing_tags_and_lists_whatever_their_spacing(
+    client: Any, db: Any, settings: Any, ws: Any
+) -> None:
+    made = await client.post("/api/v1/tags", headers=ws.headers, json={"name": "VIP Gold"})
+    tag_id = made.json()["tag"]["id"]
+    rows = 'ada@lovelace.dev,Ada,,,,,,"""VIP  Gold"",""New\u00a0 One"""\n'
+    content = (MAILCHIMP_HEADER + rows).encode()
+    job = await run_import(client, db, settings, ws, "mailchimp", "subscribed_members.csv", content)
+    assert job["status"] == "done", job
+    assert job["result"]["tags_created"] == 1
+    ada = await contact(client, ws, "ada@lovelace.dev")
+    assert sorted(t["name"] for t in ada["tags"]) == ["New One", "VIP Gold"]
+    assert tag_id in {t["id"] for t in ada["tags"]}
+
+
+async def test_lists_differing_in_case_are_one_list_in_a_dry_run_too(
+    client: Any, db: Any, settings: Any, ws: Any
+) -> None:
+    content = b"Email,First name,Lists\nann@acme.dev,Ann,Alpha\nbob@acme.dev,Bob,alpha\n"
+    dry = await run_import(client, db, settings, ws, "brevo", "c.csv", content, dry_run="true")
+    real = await run_import(client, db, settings, ws, "brevo", "c.csv", content)
+    assert dry["result"]["lists_created"] == real["result"]["lists_created"] == 1
+
+
+async def test_unreadable_cells_are_warnings_not_errors(
+    client: Any, db: Any, settings: Any, ws: Any
+) -> None:
+    rows = (
+        "far@future.dev,Far,,9999-12-31 23:59:59-10:00,,0001-01-01 00:00:00+01:00,,\n"
+        "nul@bytes.dev,A\x00B,,,,,,\n"
+    )
+    content = (MAILCHIMP_HEADER + rows).encode()
+    job = await run_import(client, db, settings, ws, "mailchimp", "subscribed_members.csv", content)
+    assert job["status"] == "done", job
+    assert any("could not be read" in w for w in job["result"]["warnings"])
+    assert (await contact(client, ws, "nul@bytes.dev"))["first_name"] == "AB"
+    deep = (
+        "uuid,email,name,attributes,status\nu1,deep@json.dev,Deep,"
+        + '"'
+        + "[" * 50_000
+        + '"'
+        + ",enabled\n"
+    )
+    answer = await start(client, ws, "listmonk", "subscribers.csv", deep.encode())
+    assert answer.status_code == 202, answer.text  # the attributes are unreadable: a warning
+
+
+async def test_a_contact_keeps_room_for_its_consent_fields(
+    client: Any, db: Any, settings: Any, ws: Any
+) -> None:
+    names = [f"Field {i}" for i in range(55)]
+    header = '"Email Address",' + ",".join(f'"{n}"' for n in names) + ",OPTIN_TIME,OPTIN_IP\n"
+    row = (
+        "ada@lovelace.dev,"
+        + ",".join(f"v{i}" for i in range(55))
+        + ",2023-01-01 10:00:00,192.0.2.1\n"
+    )
+    job = await run_import(
+        client, db, settings, ws, "mailchimp", "subscribed_members.csv", (header + row).encode()
+    )
+    result = job["result"]
+    assert len(result["fields_created"]) == 47
+    assert any(w.startswith("More than 47 fields") for w in result["warnings"])
+    ada = await contact(client, ws, "ada@lovelace.dev")
+    assert len(ada["custom_fields"]) == 50
+    changed = await client.patch(
+        f"/api/v1/contacts/{ada['id']}",
+        headers=ws.headers,
+        json={"custom_fields": {"field_0": "x"}},
+    )
+    assert changed.status_code == 200, changed.text

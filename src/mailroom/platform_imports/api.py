@@ -5,7 +5,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Request
 
-from mailroom.contacts.importer import MAX_BYTES, TOO_LARGE
+from mailroom.contacts.importer import MAX_BYTES
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import Pagination
@@ -48,7 +48,7 @@ Write = Annotated[Context, use("contacts:write")]
 )
 async def start_platform_import(request: Request, ctx: Write) -> dict[str, Any]:
     if is_multipart(request):
-        upload = await read_upload(request, max_bytes=MAX_BYTES, too_large=TOO_LARGE)
+        upload = await read_upload(request, max_bytes=MAX_BYTES, too_large=service.TOO_LARGE)
         job = await service.start_file_import(
             ctx, filename=upload.filename, content=upload.content, fields=upload.fields
         )

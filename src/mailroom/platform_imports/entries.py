@@ -19,11 +19,16 @@ from typing import Any
 from mailroom.contacts import import_rows as rows_
 from mailroom.contacts.addresses import AddressCheck
 from mailroom.core.emails import hash_normalized
+from mailroom.custom_fields import values as cf
 from mailroom.custom_fields.values import MAX_STRING
 from mailroom.platform_imports.records import FieldSpec, PlatformContact, PlatformExport
 
 MAX_SKIPPED = 100  # skipped rows listed in a result; the rest are only counted
+MAX_QUOTED = 320  # characters of a skipped row's address or reason quoted in the result
 CONSENT_FIELDS = ("consent_confirmed_at", "consent_ip", "consent_source")
+# A contact holds at most 50 custom fields (custom_fields.values.MAX_KEYS): the platform's
+# fields take the room the consent fields leave.
+MAX_PLATFORM_FIELDS = cf.MAX_KEYS - len(CONSENT_FIELDS)
 # The suppression a contact's status implies, and how strong each is (never downgraded).
 STRENGTH = {"archived": 1, **rows_.STRENGTH}
 
@@ -34,6 +39,10 @@ TAGS_CUT = (
     "{count} contact(s) had more than 20 tags or tags over 60 characters: those were left out"
 )
 LONG_VALUES = "{count} field value(s) longer than 200 characters were left out"
+TOO_MANY_FIELDS = (
+    "More than {limit} fields (a contact holds at most 50 custom fields, 3 of them consent): "
+    "{keys} were left out"
+)
 
 
 @dataclass(slots=True)
@@ -57,13 +66,21 @@ class Prepared:
     def skip(self, entry: dict[str, Any]) -> None:
         self.skipped_total += 1
         if len(self.skipped) < MAX_SKIPPED:
-            self.skipped.append(entry)
+            # Quoted from the file: bounded, and without NUL (PostgreSQL's JSON refuses it).
+            self.skipped.append(
+                {
+                    key: value.replace("\x00", "")[:MAX_QUOTED] if isinstance(value, str) else value
+                    for key, value in entry.items()
+                }
+            )
 
 
 def prepare(export: PlatformExport, *, key: bytes, now: datetime) -> Prepared:
     """The export's contacts as rows to write; raises ApiError 400 past the address check's
     limit on unusual addresses (as the CSV import does)."""
-    ready = Prepared(export.platform, [], export.fields, export.lists)
+    kept_fields = export.fields[:MAX_PLATFORM_FIELDS]
+    ready = Prepared(export.platform, [], kept_fields, [clean(n) for n in export.lists])
+    allowed = {f.key for f in kept_fields}
     for entry in export.skipped:
         ready.skip(entry)
     valid = AddressCheck("export")
@@ -78,16 +95,19 @@ def prepare(export: PlatformExport, *, key: bytes, now: datetime) -> Prepared:
         if reason is not None:
             ready.skip({**where, "reason": PLACEHOLDER.format(reason=reason)})
             continue
-        first, last = (contact.first_name or "").strip(), (contact.last_name or "").strip()
+        first, last = clean(contact.first_name or ""), clean(contact.last_name or "")
         if len(first) > rows_.MAX_NAME or len(last) > rows_.MAX_NAME:
             names_cut += 1
             first, last = first[: rows_.MAX_NAME], last[: rows_.MAX_NAME]
-        tags = [t.strip() for t in contact.tags if t.strip()]
+        tags = [t for t in (clean(name) for name in contact.tags) if t]
         if len(tags) > rows_.MAX_TAGS_PER_ROW or any(len(t) > rows_.MAX_TAG_LENGTH for t in tags):
             tags_cut += 1
             tags = [t for t in tags if len(t) <= rows_.MAX_TAG_LENGTH][: rows_.MAX_TAGS_PER_ROW]
         custom: dict[str, Any] = {}
         for name, value in contact.fields.items():
+            value = value.replace("\x00", "")
+            if name not in allowed:
+                continue
             if len(value) > MAX_STRING:
                 long_values += 1
             else:
@@ -106,11 +126,14 @@ def prepare(export: PlatformExport, *, key: bytes, now: datetime) -> Prepared:
                     _past(contact.consent_at, now),
                 ),
                 hash_normalized(key, email),
-                contact.lists,
+                [(clean(name), state) for name, state in contact.lists],
                 contact.language,
             )
         )
     ready.warnings = list(export.warnings)
+    if len(export.fields) > MAX_PLATFORM_FIELDS:
+        left_out = ", ".join(f.key for f in export.fields[MAX_PLATFORM_FIELDS:])
+        ready.warnings.append(TOO_MANY_FIELDS.format(limit=MAX_PLATFORM_FIELDS, keys=left_out))
     for message, count in (
         (NAMES_CUT, names_cut),
         (TAGS_CUT, tags_cut),
@@ -119,6 +142,12 @@ def prepare(export: PlatformExport, *, key: bytes, now: datetime) -> Prepared:
         if count:
             ready.warnings.append(message.format(count=count))
     return ready
+
+
+def clean(name: str) -> str:
+    """A name as Mailroom stores names (tags, lists, people): no NUL, inner whitespace folded
+    to one space, so a name matches the row the database holds under it."""
+    return " ".join(name.replace("\x00", "").split())
 
 
 def _status(contact: PlatformContact) -> str:
@@ -138,8 +167,9 @@ def _consent(contact: PlatformContact, platform: str, now: datetime) -> dict[str
     moment = _past(contact.consent_at, now)
     if moment is not None:
         found["consent_confirmed_at"] = moment.isoformat().replace("+00:00", "Z")
-    if contact.consent_ip and len(contact.consent_ip) <= MAX_STRING:
-        found["consent_ip"] = contact.consent_ip
+    address = (contact.consent_ip or "").replace("\x00", "").strip()
+    if address and len(address) <= MAX_STRING:
+        found["consent_ip"] = address
     if found:
         found["consent_source"] = platform
     return found

@@ -189,13 +189,17 @@ def truthy(value: str) -> bool:
 
 
 def parse_time(value: str) -> datetime:
-    """An aware UTC datetime (naive times are UTC); ValueError when unreadable."""
+    """An aware UTC datetime (naive times are UTC); ValueError when unreadable, or when it
+    cannot be expressed in UTC (`9999-12-31 23:59:59-10:00`)."""
     raw = value.strip()
     go = _GO_TIME.match(raw)
     parsed = datetime.fromisoformat((go.group(1) if go else raw).replace("Z", "+00:00"))
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"out of range: {raw}") from None
 
 
 def json_scalar(value: Any) -> str:

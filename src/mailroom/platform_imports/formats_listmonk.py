@@ -53,7 +53,7 @@ def attributes(cell: str) -> dict[str, Any] | None:
         return {}
     try:
         value = json.loads(cell, parse_constant=_refuse_constant)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
         return None
     return value if isinstance(value, dict) else None
 

@@ -19,8 +19,8 @@ Mapping:
   suppressed "bounced"; nonsubscribed (contacts who never opted in, e.g. from a store) are not
   imported: each row is skipped with a reason. A file named otherwise is cleaned if it has a
   CLEAN_TIME column, unsubscribed if it has UNSUB_TIME, else subscribed.
-- Consent: CONFIRM_TIME (the double opt-in confirmation) when the row has a readable one, else
-  OPTIN_TIME; the IP likewise CONFIRM_IP, else OPTIN_IP.
+- Consent: CONFIRM_TIME and CONFIRM_IP (the double opt-in confirmation) when the row has a
+  readable CONFIRM_TIME, else OPTIN_TIME and OPTIN_IP: one event's time and address together.
 - Lists: none. The export does not name its audience (the archive is one audience), so the
   importer puts the contacts in the list the caller names; a subscribed member is a confirmed
   member of the audience.
@@ -136,11 +136,14 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
             out.skip(sheet, row, NOT_SUBSCRIBED, email)
             continue
         fields = out.field_values(cells, custom)
-        consent_at = None
-        for column in ("CONFIRM_TIME", "OPTIN_TIME"):
-            if column in at and consent_at is None:
-                consent_at = out.time(sheet, row, column, cells[at[column]])
-        ips = [cells[at[c]] for c in ("CONFIRM_IP", "OPTIN_IP") if c in at]
+        # The confirmation's time and IP when it has a time, else the opt-in's: one event's
+        # pair, never one's time with the other's address.
+        consent_at, consent_ip = None, None
+        for moment, address in (("CONFIRM_TIME", "CONFIRM_IP"), ("OPTIN_TIME", "OPTIN_IP")):
+            if moment in at and consent_at is None:
+                consent_at = out.time(sheet, row, moment, cells[at[moment]])
+                if consent_at is not None and address in at:
+                    consent_ip = cells[at[address]].strip() or None
         out.add(
             PlatformContact(
                 row=row,
@@ -154,7 +157,7 @@ def read_sheet(sheet: Sheet, out: Collector) -> bool:
                 tags=split_list(cells[at["TAGS"]]) if "TAGS" in at else [],
                 lists=[],
                 consent_at=consent_at,
-                consent_ip=next((ip.strip() for ip in ips if ip.strip()), None),
+                consent_ip=consent_ip,
             )
         )
     return True

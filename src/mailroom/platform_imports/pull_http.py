@@ -221,7 +221,7 @@ def _json(body: bytes) -> Any:
         return None
     try:
         return json.loads(body, parse_constant=_refuse_constant)
-    except ValueError:  # also UnicodeDecodeError
+    except (ValueError, RecursionError):  # also UnicodeDecodeError; nested past the stack
         return None
 
 

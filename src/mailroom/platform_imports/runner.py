@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -48,12 +49,14 @@ CHUNK = 5000  # contacts a transaction: ~0.5 s of SQLite's write lock at a time
 LEASE_SECONDS = 120
 RENEW_EVERY = 20.0
 MAX_ATTEMPTS = 3
+RETRY_SECONDS = 15  # after an unexpected error, before another attempt
 
 STOPPED = "Stopped after {done:,} of {total:,} contacts: {reason}"
 GAVE_UP = (
     "The import was interrupted {attempts} times (its process stopped or failed) and was "
     "given up; {done:,} of {total:,} contacts had been written"
 )
+LAST_ERROR = " (the last error: {error})"
 RESUMED = "Resumed at contact {done:,} after an interruption"
 SEALED = "The API credentials could not be opened (the installation's secret key changed)"
 UNDELIVERABLE = "domain cannot receive mail: {reason}"
@@ -134,6 +137,8 @@ class _Run:
         try:
             if job.attempts > MAX_ATTEMPTS:
                 reason = GAVE_UP.format(attempts=job.attempts - 1, done=job.done, total=job.total)
+                if job.state.get("last_error"):
+                    reason += LAST_ERROR.format(error=job.state["last_error"])
                 await self._fail(job, reason)
                 return
             await self._work(job)
@@ -143,10 +148,12 @@ class _Run:
             await self._fail(job, exc.reason)
         except ApiError as exc:
             await self._fail(job, exc.message)
-        except Exception:
-            # A bug or the database going away: the lease brings the job back for another
-            # attempt (MAX_ATTEMPTS in all), resuming after its last written chunk.
+        except Exception as exc:
+            # A bug or the database going away: the job comes back for another attempt
+            # (MAX_ATTEMPTS in all) after RETRY_SECONDS, resuming after its last written
+            # chunk; the error is kept for the message that gives it up.
             log.exception("platform import %s failed unexpectedly", job.id)
+            await self._release(job, f"{type(exc).__name__}: {exc}"[:300])
 
     async def _load(self) -> Job | None:
         async with self.db.session(write=False) as session:
@@ -192,25 +199,27 @@ class _Run:
         setup = job.state["setup"]
         for start in range(job.done, total, CHUNK):
             piece = ready.entries[start : start + CHUNK]
+            # Counted on a copy: a chunk that rolls back adds nothing to what the job reports.
+            counted = copy.deepcopy(totals)
             try:
                 async with self.db.transaction() as session:
                     ctx = await self.context_for(session, job.workspace_id)
-                    await writer.write_chunk(ctx, piece, setup, dry_run, totals, now)
-                    job.state["totals"] = totals
-                    await self._own(session, job, progress_done=start + len(piece), state=job.state)
+                    await writer.write_chunk(ctx, piece, setup, dry_run, counted, now)
+                    state = {**job.state, "totals": counted}
+                    await self._own(session, job, progress_done=start + len(piece), state=state)
             except ApiError as exc:
                 if start == 0:
                     raise
                 raise ApiError(
                     exc.status, STOPPED.format(done=start, total=total, reason=exc.message)
                 ) from None
-            job.done = start + len(piece)
+            job.done, job.state, totals = start + len(piece), state, counted
         async with self.db.transaction() as session:
             await self._own(
                 session,
                 job,
                 status="done",
-                result=_result(ready, totals, dry_run),
+                result=_json_safe(_result(ready, totals, dry_run)),
                 state={"stage": "done"},
                 progress_done=total,
                 progress_total=total,
@@ -329,6 +338,13 @@ class _Run:
             with contextlib.suppress(asyncio.CancelledError, LeaseLost):
                 await task
 
+    async def _release(self, job: Job, error: str) -> None:
+        job.state["last_error"] = _json_safe(error)
+        retry_at = utcnow() + timedelta(seconds=RETRY_SECONDS)
+        with contextlib.suppress(Exception):  # the database may be what failed
+            async with self.db.transaction() as session:
+                await self._own(session, job, state=job.state, locked_until=retry_at)
+
     async def _fail(self, job: Job, reason: str) -> None:
         totals = job.state.get("totals")
         with contextlib.suppress(LeaseLost):
@@ -337,14 +353,25 @@ class _Run:
                     session,
                     job,
                     status="failed",
-                    error=reason,
-                    result=_partial(totals) if totals and job.done else None,
+                    error=_json_safe(reason)[:2000],
+                    result=_json_safe(_partial(totals)) if totals and job.done else None,
                     state={"stage": "failed"},
                     upload=None,
                     options=_without_credentials(job.options),
                     finished_at=utcnow(),
                     locked_until=None,
                 )
+
+
+def _json_safe(value: Any) -> Any:
+    """Text quoted from a file, without NUL (PostgreSQL's JSON and text refuse it)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    return value
 
 
 def _without_credentials(options: dict[str, Any]) -> dict[str, Any]:

@@ -32,9 +32,11 @@ from mailroom.webhooks.service import allowed_networks
 API_PLATFORMS = ("mailchimp", "listmonk")
 PERMISSIONS = ("contacts:write", "lists:write", "tags:write")
 NOT_FOUND = "Import not found"
+TOO_LARGE = "File too large: uploads are limited to 5 MB (a CSV, or a .zip of the export's files)"
 NO_API = "api must be an object: {key, list_id?} for mailchimp, {url, username, token, list_ids?} for listmonk"
 NO_PULL = "platform {platform} has no API pull here: upload its export file instead"
 NOTHING_TO_IMPORT = "No contacts to import: every row of the export was skipped"
+NO_ROWS = "No contacts to import: the export has no rows"
 BAD_LIST_IDS = "api.list_ids must be an array of listmonk list ids (whole numbers)"
 BAD_AUDIENCE = "api.list_id must be a Mailchimp audience id (a string)"
 REQUIRED = "api.{name} is required"
@@ -72,7 +74,8 @@ def read_upload(platform: str, filename: str, content: bytes, key: bytes) -> tup
     export = read_export(platform, filename, content)
     ready = entries.prepare(export, key=key, now=utcnow())
     if not ready.entries:
-        raise ApiError(422, NOTHING_TO_IMPORT, skipped=ready.skipped[:20])
+        message = NOTHING_TO_IMPORT if ready.skipped_total else NO_ROWS
+        raise ApiError(422, message, skipped=ready.skipped[:20])
     return stored.dump(export), len(ready.entries)
 
 
@@ -93,7 +96,7 @@ async def start_file_import(
         workspace_id=ctx.workspace_id,
         platform=platform,
         origin="file",
-        filename=filename[-255:],
+        filename=filename.replace("\x00", "")[-255:],
         options=options,
         upload=kept,
         progress_total=total,

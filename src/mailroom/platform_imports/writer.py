@@ -50,6 +50,7 @@ FIELDS_FULL = "Custom field limit reached ({limit}): fields {keys} were left out
 NO_LISTS = (
     "The export names no lists: its contacts were put on none (give list_id to put them on one)"
 )
+NAME_REFUSED = '{what} "{name}" was not made ({why}): its contacts were imported without it'
 VALUES_DROPPED = "{count} value(s) of field {key} did not fit its type and were left out"
 
 
@@ -200,12 +201,21 @@ async def _tags(ctx: Context, ready: Prepared, dry_run: bool, into: dict[str, An
         if names
         else set()
     )
-    for key, name in names.items():
+    for key, name in list(names.items()):
         if key in present:
             continue
-        into["tags_created"] += 1
         if not dry_run:
-            await tags_service.create_tag(ctx, name)
+            try:
+                async with ctx.session.begin_nested():  # a refusal undoes only this tag
+                    await tags_service.create_tag(ctx, name)
+            except ApiError as exc:
+                if exc.status != 409:  # 409: another request made it meanwhile
+                    into["warnings"].append(
+                        NAME_REFUSED.format(what="Tag", name=name, why=exc.message)
+                    )
+                    del names[key]
+                continue
+        into["tags_created"] += 1
     return list(names)
 
 
@@ -213,18 +223,27 @@ async def _lists(
     ctx: Context, ready: Prepared, dry_run: bool, into: dict[str, Any]
 ) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
+    planned: dict[str, str] = {}  # a dry run's lists to make, by folded name
     for name in ready.lists:
-        clean = name.strip()[: lists_service.MAX_NAME] or "Imported"
+        clean = name[: lists_service.MAX_NAME].strip() or "Imported"
         existing = await lists_service.LISTS.find_by_name(ctx, clean)
         if existing is not None:
             found[name] = existing.id
             continue
-        into["lists_created"] += 1
         if dry_run:
+            if fold(clean) not in planned:
+                planned[fold(clean)] = name
+                into["lists_created"] += 1
             found[name] = None
-        else:
-            created = await lists_service.create_list(ctx, {"name": clean})
-            found[name] = created.id
+            continue
+        try:
+            async with ctx.session.begin_nested():  # a refusal undoes only this list
+                created = await lists_service.create_list(ctx, {"name": clean})
+        except ApiError as exc:
+            into["warnings"].append(NAME_REFUSED.format(what="List", name=clean, why=exc.message))
+            continue
+        found[name] = created.id
+        into["lists_created"] += 1
     return found
 
 
@@ -519,7 +538,11 @@ async def _emit(
     if tagged:
         names = dict(
             (
-                await ctx.session.execute(select(Tag.id, Tag.name).where(Tag.id.in_(list(tagged))))
+                await ctx.session.execute(
+                    select(Tag.id, Tag.name).where(
+                        Tag.workspace_id == ctx.workspace_id, Tag.id.in_(list(tagged))
+                    )
+                )
             ).all()
         )
         for tag_id, contact_ids in tagged.items():
@@ -534,7 +557,10 @@ async def _emit(
         names = dict(
             (
                 await ctx.session.execute(
-                    select(MailingList.id, MailingList.name).where(MailingList.id.in_(list(joined)))
+                    select(MailingList.id, MailingList.name).where(
+                        MailingList.workspace_id == ctx.workspace_id,
+                        MailingList.id.in_(list(joined)),
+                    )
                 )
             ).all()
         )

@@ -513,6 +513,23 @@ CASES = [
         "/api/v1/imports/{a_import}",
         "Import not found",
     ),
+    *[
+        Case(
+            f"{method.lower()}-blueprint{suffix.replace('/', '-')}",
+            method,
+            "/api/v1/blueprints/{id}" + suffix,
+            "/api/v1/blueprints/{a_blueprint}" + suffix,
+            "Blueprint not found",
+            body,
+        )
+        for method, suffix, body in [
+            ("GET", "", None),
+            ("PATCH", "", {"name": "Hacked"}),
+            ("DELETE", "", None),
+            ("GET", "/document", None),
+            ("POST", "/apply", {"dry_run": False}),
+        ]
+    ],
 ]
 
 
@@ -761,7 +778,18 @@ async def world(client, factory, settings) -> World:
             202,
         )
     )["import"]
+    a_blueprint = (
+        await _ok(
+            await client.post(
+                "/api/v1/blueprints",
+                json={"name": "Secret set-up", "include": ["tags", "lists"]},
+                headers=a.headers,
+            ),
+            201,
+        )
+    )["blueprint"]
     ids = {
+        "a_blueprint": a_blueprint["id"],
         "a_import": a_import["id"],
         "a_feed": a_feed["id"],
         "a_store": a_store["id"],
@@ -837,6 +865,9 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "feed": f"/api/v1/rss-feeds/{ids['a_feed']}",
         "import": f"/api/v1/imports/{ids['a_import']}",
         "imports": "/api/v1/imports",
+        "blueprint": f"/api/v1/blueprints/{ids['a_blueprint']}",
+        "blueprint_document": f"/api/v1/blueprints/{ids['a_blueprint']}/document",
+        "blueprints": "/api/v1/blueprints",
         "feed_issues": f"/api/v1/rss-feeds/{ids['a_feed']}/issues",
         "store": f"/api/v1/ecommerce/stores/{ids['a_store']}",
         "store_orders": f"/api/v1/ecommerce/stores/{ids['a_store']}/orders",

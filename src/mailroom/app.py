@@ -18,6 +18,7 @@ from mailroom.assistants.api import router as assistants_router
 from mailroom.assistants.oauth import build_routes as oauth_routes
 from mailroom.audit.api import router as audit_router
 from mailroom.automations.api import router as automations_router
+from mailroom.blueprints.api import router as blueprints_router
 from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
@@ -135,6 +136,7 @@ ROUTERS = [
     campaigns_router,
     rss_router,
     platform_imports_router,
+    blueprints_router,
     automations_router,
     ecommerce_router,
     forms_router,

@@ -544,6 +544,11 @@ async def _active_feed(w: World) -> None:
     await w.ok("POST", f"{w.extra['feed']}/activate")
 
 
+async def _make_blueprint(w: World) -> None:
+    made = await w.ok("POST", "/api/v1/blueprints", 201, json={"name": "Set-up"})
+    w.extra["blueprint"] = f"/api/v1/blueprints/{made['blueprint']['id']}"
+
+
 NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]], Any]] = {
     "POST /api/v1/tags": (lambda w: w.call("POST", "/api/v1/tags", json={"name": "new"}), None),
     "PATCH /api/v1/tags/{id}": (
@@ -822,7 +827,31 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
         ),
         None,
     ),
-    # Orders and carts never subscribe anyone (issue 27): a buyer is a customer, not a contact.
+    # Blueprints (issue 30) carry set-up, never contacts: capturing, importing, applying.
+    "POST /api/v1/blueprints": (
+        lambda w: w.call("POST", "/api/v1/blueprints", json={"name": "Set-up"}),
+        None,
+    ),
+    "POST /api/v1/blueprints/import": (
+        lambda w: w.call(
+            "POST",
+            "/api/v1/blueprints/import",
+            json={"mailroom_blueprint": 1, "name": "Tags", "parts": {"tags": [{"name": "New"}]}},
+        ),
+        None,
+    ),
+    "PATCH /api/v1/blueprints/{id}": (
+        lambda w: w.call("PATCH", w.extra["blueprint"], json={"name": "Renamed"}),
+        _make_blueprint,
+    ),
+    "DELETE /api/v1/blueprints/{id}": (
+        lambda w: w.call("DELETE", w.extra["blueprint"]),
+        _make_blueprint,
+    ),
+    "POST /api/v1/blueprints/{id}/apply": (
+        lambda w: w.call("POST", f"{w.extra['blueprint']}/apply", json={"dry_run": False}),
+        _make_blueprint,
+    ),
     "POST /api/v1/ecommerce/stores": (
         lambda w: w.call(
             "POST", "/api/v1/ecommerce/stores", json={"name": "Shop", "currency": "EUR"}

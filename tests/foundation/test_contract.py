@@ -176,6 +176,17 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "address, and min_items <= max_items compares two fields",
     ),
     (
+        r"POST /api/v1/blueprints/import",
+        r"^(mailroom_blueprint|name|description|parts|\w+: unknown field|Request body)",
+        "a document's parts, names and references are checked against each other, which its "
+        "schema (an object) does not describe",
+    ),
+    (
+        r"POST /api/v1/blueprints/\{id\}/apply",
+        r"^Blueprint conflicts with this workspace$",
+        "whether a blueprint fits depends on what the workspace holds",
+    ),
+    (
         r"POST /api/v1/imports",
         r"^api\.url is not allowed: ",
         "listmonk's URL must reach an address the outbound guard allows, which DNS decides",

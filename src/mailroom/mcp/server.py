@@ -47,7 +47,8 @@ suppressions, templates, campaigns (send, schedule, test, report), RSS feeds (a 
 as campaigns: check, activate, run), sending (transactional send,
 the sender identity, pause and resume), automations, signup forms, media (hosted images),
 webhooks, sending domains, connected assistants, e-commerce (stores, products, orders, carts),
-the account and its audit log. Each tool is one API operation and answers its JSON; errors come back as the API's {"error": ...} text.
+workspace blueprints (a workspace's set-up captured as a document and applied to
+another, plan first), the account and its audit log. Each tool is one API operation and answers its JSON; errors come back as the API's {"error": ...} text.
 Writes count toward the plan's hourly write limit. When you are connected as an assistant
 whose sends need approval, sending or scheduling a campaign answers status
 "awaiting_approval": a workspace admin approves it in the dashboard before anything is mailed.

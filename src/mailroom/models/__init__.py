@@ -26,6 +26,7 @@ from mailroom.models.automations import (
     Automation,
     AutomationRun,
 )
+from mailroom.models.blueprints import Blueprint
 from mailroom.models.campaigns import CAMPAIGN_STATUSES, Campaign, SendingSettings
 from mailroom.models.contacts import (
     CONTACT_STATUSES,
@@ -106,6 +107,7 @@ __all__ = [
     "AuditEntry",
     "Automation",
     "AutomationRun",
+    "Blueprint",
     "BulkSelection",
     "Campaign",
     "Cart",

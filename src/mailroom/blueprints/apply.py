@@ -1,0 +1,139 @@
+"""Applying a blueprint to the key's workspace: the plan first, then (unless a dry run) every
+object written in the request's one transaction, so the apply is all or nothing.
+
+The plan has one row per object of the document: `create` (no object of that name here),
+`unchanged` (one with the same content), `update` or `skip` (one with other content;
+`on_conflict` decides), `conflict` (cannot be reconciled: a custom field of the same key with
+another type, a name the object refers to that is neither in the blueprint nor here). A real
+apply with a conflict is refused (409, the plan with it) and changes nothing. A dry run writes
+the plan's objects in a savepoint and rolls it back: the services judge every object as a real
+apply would (a refusal is the same 400 naming the object), and nothing stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mailroom.blueprints.document import KIND_NOUN
+from mailroom.blueprints.parts import PARTS, PERMISSIONS, Part, Refs, load_refs, map_rule, name_key
+from mailroom.core.context import Context
+from mailroom.core.errors import ApiError
+
+CONFLICTS = "Blueprint conflicts with this workspace"
+OTHER_CONTENT = "an object of this name exists here with other content"
+ON_CONFLICT = ("skip", "update")
+
+
+@dataclass
+class Step:
+    part: Part
+    index: int
+    obj: dict[str, Any]
+    action: str
+
+
+def check_write(ctx: Context, document: dict[str, Any]) -> None:
+    """Each part's write permission, in the parts' order: 403 naming the first missing."""
+    for part_name in PERMISSIONS:
+        if part_name in document["parts"]:
+            ctx.principal.check(f"{PERMISSIONS[part_name]}:write")
+
+
+async def apply(
+    ctx: Context, document: dict[str, Any], *, dry_run: bool, on_conflict: str
+) -> dict[str, Any]:
+    check_write(ctx, document)
+    rows, steps = await plan(ctx, document, on_conflict)
+    conflicted = any(row["action"] == "conflict" for row in rows)
+    if conflicted and not dry_run:
+        raise ApiError(409, CONFLICTS, plan=rows)
+    if not conflicted:
+        if dry_run:
+            savepoint = await ctx.session.begin_nested()
+            try:
+                await _write(ctx, steps)
+            finally:
+                await savepoint.rollback()
+        else:
+            await _write(ctx, steps)
+    return {"dry_run": dry_run, "applied": not dry_run, "plan": rows}
+
+
+async def plan(
+    ctx: Context, document: dict[str, Any], on_conflict: str
+) -> tuple[list[dict[str, Any]], list[Step]]:
+    parts: dict[str, list[dict[str, Any]]] = document["parts"]
+    here = await load_refs(ctx)
+    in_document = {
+        kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])} for kind in KIND_NOUN
+    }
+    rows: list[dict[str, Any]] = []
+    steps: list[Step] = []
+    for part_name, part in PARTS.items():
+        if part_name not in parts:
+            continue
+        current = {name_key(part.key(o)): o for o in await part.capture(ctx)}
+        for index, obj in enumerate(parts[part_name]):
+            name = part.key(obj)
+            row: dict[str, Any] = {"part": part_name, "name": name}
+            missing = [
+                (kind, ref)
+                for _path, kind, ref in part.references(obj)
+                if name_key(ref) not in in_document[kind] and here.get(kind, ref) is None
+            ]
+            existing = current.get(name_key(name))
+            reason = part.conflict(obj, existing) if existing is not None else None
+            if missing:
+                kind, ref = missing[0]
+                row.update(
+                    action="conflict",
+                    reason=f"{KIND_NOUN[kind]} {ref!r} is neither in the blueprint nor here",
+                )
+            elif existing is None:
+                row["action"] = "create"
+            elif reason is not None:
+                row.update(action="conflict", reason=reason)
+            elif _same(part, obj, existing):
+                row["action"] = "unchanged"
+            elif on_conflict == "update":
+                row.update(action="update", reason=OTHER_CONTENT)
+            else:
+                row.update(action="skip", reason=OTHER_CONTENT)
+            rows.append(row)
+            if row["action"] in ("create", "update"):
+                steps.append(Step(part, index, obj, row["action"]))
+    return rows, steps
+
+
+def _comparable(part: Part, obj: dict[str, Any]) -> dict[str, Any]:
+    """What decides `unchanged`: the fields the document gives, names compared as names."""
+    shown = dict(obj)
+    if part.key_field in shown:
+        shown[part.key_field] = name_key(shown[part.key_field])
+    if "rules" in shown:
+        shown["rules"] = map_rule(
+            shown["rules"], lambda v, _p: name_key(v), lambda v, _p: name_key(v)
+        )
+    return shown
+
+
+def _same(part: Part, wanted: dict[str, Any], current: dict[str, Any]) -> bool:
+    mine, theirs = _comparable(part, wanted), _comparable(part, current)
+    return all(theirs.get(key) == value for key, value in mine.items())
+
+
+async def _write(ctx: Context, steps: list[Step]) -> None:
+    refs: Refs = await load_refs(ctx)
+    for step in steps:
+        try:
+            if step.action == "create":
+                await step.part.create(ctx, step.obj, refs)
+            else:
+                await step.part.update(ctx, step.obj, refs)
+        except ApiError as exc:
+            if exc.status == 403:  # a plan cap: its own message
+                raise
+            raise ApiError(
+                exc.status, f"{step.part.name}[{step.index}]: {exc.message}", **exc.extras
+            ) from None

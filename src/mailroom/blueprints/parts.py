@@ -1,0 +1,333 @@
+"""The parts of a blueprint: how each kind of object is captured from a workspace into the
+document (the API's create body for it, every id replaced by the name of what it refers to) and
+written into another (through the domain's own service, so every rule and message is the
+API's).
+
+A part is a list of objects in the document. Each object has a name (`name`, a custom field's
+`key`, a webhook endpoint's `url`; `sending` is one object named "sending"), compared ignoring
+case and inner whitespace as the workspace's names are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from mailroom.core.context import Context
+from mailroom.core.text import fold
+from mailroom.custom_fields import service as custom_fields
+from mailroom.lists import service as lists
+from mailroom.models import (
+    CustomFieldDefinition,
+    MailingList,
+    Segment,
+    Tag,
+    Template,
+)
+from mailroom.segments import rules as segment_rules
+from mailroom.segments import service as segments
+from mailroom.sending import service as sending
+from mailroom.tags import service as tags
+from mailroom.templates import service as templates
+
+# Every part, in the order they are captured, checked and applied (what refers comes after
+# what it refers to), with the permission family that reads (`:read`) and writes (`:write`) it.
+PERMISSIONS = {
+    "custom_fields": "contacts",
+    "tags": "tags",
+    "lists": "lists",
+    "segments": "segments",
+    "templates": "templates",
+    "automations": "automations",
+    "forms": "forms",
+    "webhooks": "webhooks",
+    "sending": "campaigns",
+}
+PART_NAMES = tuple(PERMISSIONS)
+TEMPLATE_FIELDS = ("subject", "preheader", "html_content", "text_content")
+
+
+def name_key(name: Any) -> str:
+    """How names are compared: case and inner whitespace ignored (named.py's rule)."""
+    return fold(" ".join(str(name).split()))
+
+
+@dataclass
+class Refs:
+    """Name -> id in the target workspace of what objects refer to (kept current as the apply
+    creates), by kind: `tags`, `lists`."""
+
+    ids: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def get(self, kind: str, name: str) -> str | None:
+        return self.ids.get(kind, {}).get(name_key(name))
+
+
+async def id_names(ctx: Context, model: Any) -> dict[str, str]:
+    """id -> name of a workspace's tags or lists."""
+    rows = await ctx.session.execute(
+        select(model.id, model.name).where(model.workspace_id == ctx.workspace_id)
+    )
+    return {row_id: name for row_id, name in rows.all()}
+
+
+async def load_refs(ctx: Context) -> Refs:
+    refs = Refs()
+    for kind, model in (("tags", Tag), ("lists", MailingList)):
+        named = await id_names(ctx, model)
+        refs.ids[kind] = {name_key(name): row_id for row_id, name in named.items()}
+    return refs
+
+
+# --- segment rules: ids <-> names ------------------------------------------------------------
+
+
+def map_rule(rule: Any, tag: Callable[[str, str], Any], one_list: Callable[[str, str], Any]) -> Any:
+    """The rule with each tag and list reference passed through `tag(value, path)` /
+    `one_list(value, path)` (paths as the segment API names them: `conditions[0].value[1]`)."""
+
+    def walk(node: Any, path: str) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if "conditions" in node and isinstance(node["conditions"], list):
+            inner = [walk(c, f"{path}conditions[{i}].") for i, c in enumerate(node["conditions"])]
+            return {**node, "conditions": inner}
+        value, where = node.get("value"), f"{path}value"
+        if node.get("field") == "tags" and isinstance(value, list):
+            return {**node, "value": [tag(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        if node.get("field") == "lists" and isinstance(value, str):
+            return {**node, "value": one_list(value, where)}
+        return node
+
+    return walk(rule, "")
+
+
+def rule_names(rule: Any) -> list[tuple[str, str, str]]:
+    """(path within the rule, kind, name) of every tag and list a document's rule names."""
+    found: list[tuple[str, str, str]] = []
+
+    def note(kind: str) -> Callable[[str, str], str]:
+        def keep(value: str, path: str) -> str:
+            found.append((path, kind, value))
+            return value
+
+        return keep
+
+    map_rule(rule, note("tags"), note("lists"))
+    return found
+
+
+# --- the parts --------------------------------------------------------------------------------
+
+
+class Part:
+    name: str
+    key_field = "name"
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return str(obj.get(self.key_field, ""))
+
+    def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+        """(path within the object, kind, name) of what the object refers to by name."""
+        return []
+
+    def conflict(self, wanted: dict[str, Any], current: dict[str, Any]) -> str | None:
+        """Why an object of the same name cannot become `wanted`, or None."""
+        return None
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        raise NotImplementedError
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        raise NotImplementedError
+
+
+class CustomFields(Part):
+    name = "custom_fields"
+    key_field = "key"
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        rows = await ctx.session.scalars(
+            select(CustomFieldDefinition)
+            .where(CustomFieldDefinition.workspace_id == ctx.workspace_id)
+            .order_by(CustomFieldDefinition.position, CustomFieldDefinition.key)
+        )
+        found = []
+        for row in rows.all():
+            obj: dict[str, Any] = {"key": row.key, "label": row.label, "type": row.type}
+            if row.options is not None:
+                obj["options"] = list(row.options)
+            found.append(obj)
+        return found
+
+    def conflict(self, wanted: dict[str, Any], current: dict[str, Any]) -> str | None:
+        if wanted.get("type", "text") != current["type"]:
+            return (
+                f"a custom field {current['key']} exists here with type {current['type']}, "
+                f"not {wanted.get('type', 'text')}"
+            )
+        return None
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        await custom_fields.create_field(
+            ctx,
+            key=obj.get("key"),
+            label=obj.get("label"),
+            field_type=obj.get("type"),
+            options=obj.get("options"),
+        )
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        changes: dict[str, Any] = {k: obj[k] for k in ("label", "options") if k in obj}
+        if changes:
+            await custom_fields.update_field(ctx, str(obj["key"]), changes)
+
+
+class Tags(Part):
+    name = "tags"
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        rows = await ctx.session.scalars(
+            select(Tag).where(Tag.workspace_id == ctx.workspace_id).order_by(Tag.name_key)
+        )
+        return [{"name": row.name, "color": row.color} for row in rows.all()]
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        created = await tags.create_tag(ctx, obj.get("name"), obj.get("color"))
+        refs.ids.setdefault("tags", {})[name_key(created.name)] = created.id
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        tag_id = refs.get("tags", self.key(obj))
+        if tag_id is not None and "color" in obj:
+            await tags.update_tag(ctx, tag_id, {"color": obj["color"]})
+
+
+class Lists(Part):
+    name = "lists"
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        rows = await ctx.session.scalars(
+            select(MailingList)
+            .where(MailingList.workspace_id == ctx.workspace_id)
+            .order_by(MailingList.name_key)
+        )
+        return [
+            {"name": r.name, "description": r.description, "double_opt_in": r.double_opt_in}
+            for r in rows.all()
+        ]
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        created = await lists.create_list(ctx, obj)
+        refs.ids.setdefault("lists", {})[name_key(created.name)] = created.id
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        list_id = refs.get("lists", self.key(obj))
+        changes: dict[str, Any] = {k: obj[k] for k in ("description", "double_opt_in") if k in obj}
+        if list_id is not None and changes:
+            await lists.update_list(ctx, list_id, changes)
+
+
+class Segments(Part):
+    name = "segments"
+
+    def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return [(f"rules.{path}", kind, name) for path, kind, name in rule_names(obj.get("rules"))]
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        tag_names = await id_names(ctx, Tag)
+        list_names = await id_names(ctx, MailingList)
+        rows = await ctx.session.scalars(
+            select(Segment)
+            .where(Segment.workspace_id == ctx.workspace_id)
+            .order_by(Segment.name_key)
+        )
+        found = []
+        for row in rows.all():
+            shown, _registered = segment_rules.stored(row.rules)
+            named = map_rule(
+                shown,
+                lambda value, _path: tag_names.get(value, value),
+                lambda value, _path: list_names.get(value, value),
+            )
+            found.append({"name": row.name, "rules": named})
+        return found
+
+    def _with_ids(self, obj: dict[str, Any], refs: Refs) -> dict[str, Any]:
+        rule = map_rule(
+            obj.get("rules"),
+            lambda name, _path: refs.get("tags", name) or name,
+            lambda name, _path: refs.get("lists", name) or name,
+        )
+        return {"name": obj.get("name"), "rules": rule}
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        await segments.create_segment(ctx, self._with_ids(obj, refs))
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        current = await segments.SEGMENTS.find_by_name(ctx, self.key(obj))
+        if current is not None:
+            await segments.update_segment(
+                ctx, current.id, {"rules": self._with_ids(obj, refs)["rules"]}
+            )
+
+
+class Templates(Part):
+    name = "templates"
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        rows = await ctx.session.scalars(
+            select(Template)
+            .where(Template.workspace_id == ctx.workspace_id)
+            .order_by(Template.name_key)
+        )
+        return [
+            {"name": row.name, **{f: getattr(row, f) for f in TEMPLATE_FIELDS}}
+            for row in rows.all()
+        ]
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        await templates.create_template(ctx, obj)
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        current = await templates.TEMPLATES.find_by_name(ctx, self.key(obj))
+        changes = {f: obj[f] for f in TEMPLATE_FIELDS if f in obj}
+        if current is not None and changes:
+            await templates.update_template(ctx, current.id, changes)
+
+
+class Sending(Part):
+    """The sender name and reply-to (never the from address: its domain is the workspace's
+    own, verified there)."""
+
+    name = "sending"
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return "sending"
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        row = await sending.settings_of(ctx)
+        if not row.from_name and not row.reply_to:
+            return []
+        return [{"from_name": row.from_name, "reply_to": row.reply_to}]
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        await self.update(ctx, obj, refs)
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        changes: dict[str, Any] = {k: obj[k] for k in ("from_name", "reply_to") if k in obj}
+        if changes:
+            await sending.update_identity(ctx, changes)
+
+
+PARTS: dict[str, Part] = {
+    part.name: part
+    for part in (CustomFields(), Tags(), Lists(), Segments(), Templates(), Sending())
+}
+# Parts of the document this version captures and applies; the others are refused by name.
+SUPPORTED = tuple(name for name in PART_NAMES if name in PARTS)

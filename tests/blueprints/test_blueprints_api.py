@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-PARTS = ["custom_fields", "tags", "lists", "segments", "templates", "sending"]
+PARTS = ["custom_fields", "tags", "lists", "segments", "templates", "webhooks", "sending"]
+
+
+@pytest.fixture(autouse=True)
+def allow_loopback(settings: Any) -> Any:
+    """Every test workspace has a catch-all endpoint on 127.0.0.1 (conftest's `listen`): the
+    webhooks part carries it, and the guard must let its URL through here."""
+    settings.webhook_allow_networks = ["127.0.0.0/8"]
+    return settings
 
 
 async def ok(response: Any, status: int = 200) -> Any:
@@ -107,6 +115,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
         "lists": 1,
         "segments": 1,
         "templates": 1,
+        "webhooks": 1,
         "sending": 1,
     }
     assert blueprint["source_workspace_id"] == ws.workspace_id
@@ -131,6 +140,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
         ("lists", "Newsletter", "create"),
         ("segments", "Pro VIPs", "create"),
         ("templates", "Welcome", "create"),
+        ("webhooks", "http://127.0.0.1:9/recorder", "unchanged"),  # conftest's, in both
         ("sending", "sending", "create"),
     }
     assert (await ok(await client.get("/api/v1/tags", headers=target.headers)))["tags"] == []

@@ -19,14 +19,15 @@ from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import Pagination
 from mailroom.core.route_auth import authenticated
-from mailroom.web.deps import Paging, Session, get_settings_dep, set_audit_target
+from mailroom.web.deps import Paging, Session, get_db, get_settings_dep, set_audit_target
 from mailroom.web.openapi import errors
 
 router = APIRouter(prefix="/api/v1/blueprints", tags=["Blueprints"])
 PERMISSIONS_NOTE = (
     "Each part needs its permission family, checked in this order: custom_fields `contacts:*`, "
-    "tags `tags:*`, lists `lists:*`, segments `segments:*`, templates `templates:*`, sending "
-    "`campaigns:*` (`:read` to capture, `:write` to apply); 403 names the first missing."
+    "tags `tags:*`, lists `lists:*`, segments `segments:*`, templates `templates:*`, webhooks "
+    "`webhooks:*`, sending `campaigns:*` (`:read` to capture, `:write` to apply); 403 names "
+    "the first missing."
 )
 
 
@@ -163,5 +164,8 @@ async def delete_blueprint(id: str, ctx: Reader) -> dict[str, Any]:
     "plan}` and changes nothing; applying twice gives all `unchanged`. " + PERMISSIONS_NOTE,
     responses=errors(400, 403, 404, 409),
 )
-async def apply_blueprint(id: str, body: BlueprintApply, ctx: Reader) -> dict[str, Any]:
-    return await service.apply_blueprint(ctx, id, body.model_dump(exclude_unset=True))
+async def apply_blueprint(
+    id: str, body: BlueprintApply, request: Request, ctx: Reader
+) -> dict[str, Any]:
+    document = await service.read_document(get_db(request), ctx, id)
+    return await service.apply_blueprint(ctx, id, body.model_dump(exclude_unset=True), document)

@@ -19,6 +19,7 @@ from mailroom.blueprints.document import KIND_NOUN
 from mailroom.blueprints.parts import PARTS, PERMISSIONS, Part, Refs, load_refs, map_rule, name_key
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
+from mailroom.webhooks import service as webhooks
 
 CONFLICTS = "Blueprint conflicts with this workspace"
 OTHER_CONTENT = "an object of this name exists here with other content"
@@ -40,24 +41,45 @@ def check_write(ctx: Context, document: dict[str, Any]) -> None:
             ctx.principal.check(f"{PERMISSIONS[part_name]}:write")
 
 
+async def check_urls(ctx: Context, document: dict[str, Any]) -> dict[str, str]:
+    """Every webhook URL through the outbound guard (DNS: call it before the transaction
+    opens); 400 `webhooks[<i>].url is not allowed: ...`. Returns URL -> URL as passed."""
+    passed: dict[str, str] = {}
+    for i, obj in enumerate(document["parts"].get("webhooks", [])):
+        try:
+            passed[str(obj.get("url"))] = await webhooks.check_url(ctx, obj.get("url"))
+        except ApiError as exc:
+            raise ApiError(exc.status, f"webhooks[{i}].{exc.message}") from None
+    return passed
+
+
 async def apply(
-    ctx: Context, document: dict[str, Any], *, dry_run: bool, on_conflict: str
+    ctx: Context,
+    document: dict[str, Any],
+    *,
+    dry_run: bool,
+    on_conflict: str,
+    checked_urls: dict[str, str],
 ) -> dict[str, Any]:
     check_write(ctx, document)
     rows, steps = await plan(ctx, document, on_conflict)
     conflicted = any(row["action"] == "conflict" for row in rows)
     if conflicted and not dry_run:
         raise ApiError(409, CONFLICTS, plan=rows)
-    if not conflicted:
-        if dry_run:
-            savepoint = await ctx.session.begin_nested()
-            try:
-                await _write(ctx, steps)
-            finally:
-                await savepoint.rollback()
-        else:
-            await _write(ctx, steps)
-    return {"dry_run": dry_run, "applied": not dry_run, "plan": rows}
+    answer: dict[str, Any] = {"dry_run": dry_run, "applied": not dry_run, "plan": rows}
+    if conflicted:
+        return answer
+    if dry_run:
+        savepoint = await ctx.session.begin_nested()
+        try:
+            await _write(ctx, steps, checked_urls)
+        finally:
+            await savepoint.rollback()
+        return answer
+    secrets = await _write(ctx, steps, checked_urls)
+    if secrets:
+        answer["secrets"] = secrets  # each new endpoint's signing secret, shown this once
+    return answer
 
 
 async def plan(
@@ -123,8 +145,11 @@ def _same(part: Part, wanted: dict[str, Any], current: dict[str, Any]) -> bool:
     return all(theirs.get(key) == value for key, value in mine.items())
 
 
-async def _write(ctx: Context, steps: list[Step]) -> None:
+async def _write(
+    ctx: Context, steps: list[Step], checked_urls: dict[str, str]
+) -> list[dict[str, str]]:
     refs: Refs = await load_refs(ctx)
+    refs.checked_urls = checked_urls
     for step in steps:
         try:
             if step.action == "create":
@@ -137,3 +162,4 @@ async def _write(ctx: Context, steps: list[Step]) -> None:
             raise ApiError(
                 exc.status, f"{step.part.name}[{step.index}]: {exc.message}", **exc.extras
             ) from None
+    return refs.secrets

@@ -26,9 +26,16 @@ FIELDS = {
     "lists": ("name", "description", "double_opt_in"),
     "segments": ("name", "rules"),
     "templates": ("name", "subject", "preheader", "html_content", "text_content"),
+    "webhooks": ("url", "description", "event_types", "filters", "enabled", "channel"),
     "sending": ("from_name", "reply_to"),
 }
-KIND_NOUN = {"tags": "tag", "lists": "list"}
+KIND_NOUN = {
+    "tags": "tag",
+    "lists": "list",
+    "forms": "form",
+    "campaigns": "campaign",
+    "domains": "sending domain",
+}
 NOT_YET = "{path}: {part} are not part of blueprints yet (this version holds {supported})"
 
 
@@ -113,14 +120,24 @@ def _objects(part_name: str, raw: Any) -> list[dict[str, Any]]:
 
 
 def _no_dangling(parts: dict[str, list[dict[str, Any]]]) -> None:
-    held = {kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])} for kind in KIND_NOUN}
+    held = {
+        kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])}
+        if kind in PARTS
+        else set()
+        for kind in KIND_NOUN
+    }
     for part_name, objects in parts.items():
         part = PARTS[part_name]
         for i, obj in enumerate(objects):
             for path, kind, name in part.references(obj):
                 if not isinstance(name, str) or name_key(name) not in held[kind]:
+                    fix = (
+                        f"add it to parts.{kind}"
+                        if kind in PARTS
+                        else "blueprints do not hold them"
+                    )
                     raise ApiError(
                         400,
                         f"parts.{part_name}[{i}].{path}: {KIND_NOUN[kind]} {name!r} is not in "
-                        f"the blueprint (add it to parts.{kind})",
+                        f"the blueprint ({fix})",
                     )

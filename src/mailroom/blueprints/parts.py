@@ -21,17 +21,22 @@ from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
 from mailroom.lists import service as lists
 from mailroom.models import (
+    Campaign,
     CustomFieldDefinition,
+    Form,
     MailingList,
     Segment,
+    SendingDomain,
     Tag,
     Template,
+    WebhookEndpoint,
 )
 from mailroom.segments import rules as segment_rules
 from mailroom.segments import service as segments
 from mailroom.sending import service as sending
 from mailroom.tags import service as tags
 from mailroom.templates import service as templates
+from mailroom.webhooks import service as webhooks
 
 # Every part, in the order they are captured, checked and applied (what refers comes after
 # what it refers to), with the permission family that reads (`:read`) and writes (`:write`) it.
@@ -55,29 +60,51 @@ def name_key(name: Any) -> str:
     return fold(" ".join(str(name).split()))
 
 
+# What objects refer to by name: the kind, its table and the column that names it.
+KINDS: dict[str, tuple[Any, str]] = {
+    "tags": (Tag, "name"),
+    "lists": (MailingList, "name"),
+    "forms": (Form, "name"),
+    "campaigns": (Campaign, "name"),
+    "domains": (SendingDomain, "domain"),
+}
+# A webhook endpoint's filter keys and the kind each names.
+FILTER_KINDS = {
+    "list_ids": "lists",
+    "tag_ids": "tags",
+    "form_ids": "forms",
+    "campaign_ids": "campaigns",
+    "domain_ids": "domains",
+}
+
+
 @dataclass
 class Refs:
     """Name -> id in the target workspace of what objects refer to (kept current as the apply
-    creates), by kind: `tags`, `lists`."""
+    creates), by kind (KINDS); and the secrets of the webhook endpoints an apply created."""
 
     ids: dict[str, dict[str, str]] = field(default_factory=dict)
+    secrets: list[dict[str, str]] = field(default_factory=list)
+    # Webhook URLs the guard passed before the apply's transaction opened (as given -> clean).
+    checked_urls: dict[str, str] = field(default_factory=dict)
 
     def get(self, kind: str, name: str) -> str | None:
         return self.ids.get(kind, {}).get(name_key(name))
 
 
-async def id_names(ctx: Context, model: Any) -> dict[str, str]:
-    """id -> name of a workspace's tags or lists."""
+async def id_names(ctx: Context, kind: str) -> dict[str, str]:
+    """id -> name of a workspace's objects of `kind`."""
+    model, column = KINDS[kind]
     rows = await ctx.session.execute(
-        select(model.id, model.name).where(model.workspace_id == ctx.workspace_id)
+        select(model.id, getattr(model, column)).where(model.workspace_id == ctx.workspace_id)
     )
     return {row_id: name for row_id, name in rows.all()}
 
 
 async def load_refs(ctx: Context) -> Refs:
     refs = Refs()
-    for kind, model in (("tags", Tag), ("lists", MailingList)):
-        named = await id_names(ctx, model)
+    for kind in KINDS:
+        named = await id_names(ctx, kind)
         refs.ids[kind] = {name_key(name): row_id for row_id, name in named.items()}
     return refs
 
@@ -240,8 +267,8 @@ class Segments(Part):
         return [(f"rules.{path}", kind, name) for path, kind, name in rule_names(obj.get("rules"))]
 
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
-        tag_names = await id_names(ctx, Tag)
-        list_names = await id_names(ctx, MailingList)
+        tag_names = await id_names(ctx, "tags")
+        list_names = await id_names(ctx, "lists")
         rows = await ctx.session.scalars(
             select(Segment)
             .where(Segment.workspace_id == ctx.workspace_id)
@@ -325,9 +352,85 @@ class Sending(Part):
             await sending.update_identity(ctx, changes)
 
 
+class Webhooks(Part):
+    """Endpoints by URL, with their events and filters by name; never a secret (a created
+    endpoint gets a new one, answered once by the apply). URLs are checked by the guard before
+    the apply's transaction opens (`checked`: URL -> the URL as the guard passed it)."""
+
+    name = "webhooks"
+    key_field = "url"
+    fields = ("url", "description", "event_types", "filters", "enabled", "channel")
+
+    def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+        filters = obj.get("filters")
+        if not isinstance(filters, dict):
+            return []
+        return [
+            (f"filters.{key}[{i}]", FILTER_KINDS[key], name)
+            for key, names in filters.items()
+            if key in FILTER_KINDS and isinstance(names, list)
+            for i, name in enumerate(names)
+        ]
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        names = {kind: await id_names(ctx, kind) for kind in KINDS}
+        rows = await ctx.session.scalars(
+            select(WebhookEndpoint)
+            .where(WebhookEndpoint.workspace_id == ctx.workspace_id)
+            .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
+        )
+        found = []
+        for row in rows.all():
+            filters = {
+                key: [names[FILTER_KINDS[key]].get(i, i) for i in ids]
+                for key, ids in (row.filters or {}).items()
+                if key in FILTER_KINDS and ids
+            }
+            found.append(
+                {
+                    "url": row.url,
+                    "description": row.description,
+                    "event_types": list(row.event_types or []),
+                    "filters": filters,
+                    "enabled": row.enabled,
+                    "channel": row.channel,
+                }
+            )
+        return found
+
+    def _body(self, obj: dict[str, Any], refs: Refs) -> dict[str, Any]:
+        body = {k: obj[k] for k in self.fields if k in obj}
+        filters = obj.get("filters")
+        if isinstance(filters, dict):
+            body["filters"] = {
+                key: [refs.get(FILTER_KINDS[key], n) or n for n in names]
+                if key in FILTER_KINDS and isinstance(names, list)
+                else names
+                for key, names in filters.items()
+            }
+        return body
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        endpoint = await webhooks.create_endpoint(
+            ctx, self._body(obj, refs), checked_url=refs.checked_urls.get(self.key(obj))
+        )
+        refs.secrets.append({"name": endpoint.url, "secret": endpoint.secret})
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        current = await ctx.session.scalar(
+            select(WebhookEndpoint).where(
+                WebhookEndpoint.workspace_id == ctx.workspace_id,
+                WebhookEndpoint.url == self.key(obj),
+            )
+        )
+        body = {k: v for k, v in self._body(obj, refs).items() if k != "url"}
+        if current is not None and body:
+            await webhooks.update_endpoint(ctx, current.id, body)
+
+
 PARTS: dict[str, Part] = {
     part.name: part
-    for part in (CustomFields(), Tags(), Lists(), Segments(), Templates(), Sending())
+    for part in (CustomFields(), Tags(), Lists(), Segments(), Templates(), Webhooks(), Sending())
 }
 # Parts of the document this version captures and applies; the others are refused by name.
 SUPPORTED = tuple(name for name in PART_NAMES if name in PARTS)

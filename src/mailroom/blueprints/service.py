@@ -131,14 +131,25 @@ async def update_blueprint(ctx: Context, blueprint_id: str, body: dict[str, Any]
     return blueprint
 
 
+async def read_document(db: Any, ctx: Context, blueprint_id: str) -> dict[str, Any]:
+    """The blueprint's document from a short read of its own (404 as `get_blueprint`)."""
+    async with db.session(write=False) as session:
+        reader = Context(session, ctx.principal, ctx.settings)
+        document: dict[str, Any] = (await get_blueprint(reader, blueprint_id)).document
+    return document
+
+
 async def delete_blueprint(ctx: Context, blueprint_id: str) -> None:
     blueprint = await get_blueprint(ctx, blueprint_id)
     await ctx.session.delete(blueprint)
     await ctx.session.flush()
 
 
-async def apply_blueprint(ctx: Context, blueprint_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    blueprint = await get_blueprint(ctx, blueprint_id)
+async def apply_blueprint(
+    ctx: Context, blueprint_id: str, body: dict[str, Any], document: dict[str, Any]
+) -> dict[str, Any]:
+    """`document`: the blueprint's, read by the caller in a session of its own, so its webhook
+    URLs went through the guard (DNS) before this unit of work's first statement."""
     dry_run = body.get("dry_run", True)
     if not isinstance(dry_run, bool):
         raise ApiError(400, "dry_run must be true or false")
@@ -148,7 +159,12 @@ async def apply_blueprint(ctx: Context, blueprint_id: str, body: dict[str, Any])
     for key in body:
         if key not in ("dry_run", "on_conflict"):
             raise ApiError(400, f"{key}: unknown field")
-    return await applying.apply(ctx, blueprint.document, dry_run=dry_run, on_conflict=on_conflict)
+    applying.check_write(ctx, document)  # permissions before anything else is judged
+    checked = await applying.check_urls(ctx, document)
+    blueprint = await get_blueprint(ctx, blueprint_id)  # the first statement
+    return await applying.apply(
+        ctx, blueprint.document, dry_run=dry_run, on_conflict=on_conflict, checked_urls=checked
+    )
 
 
 def as_dict(blueprint: Blueprint) -> dict[str, Any]:

@@ -149,8 +149,12 @@ async def get_endpoint(ctx: Context, endpoint_id: str) -> WebhookEndpoint:
     return endpoint
 
 
-async def create_endpoint(ctx: Context, body: dict[str, Any]) -> WebhookEndpoint:
-    url = await check_url(ctx, body.get("url"))  # first: before any transaction opens
+async def create_endpoint(
+    ctx: Context, body: dict[str, Any], *, checked_url: str | None = None
+) -> WebhookEndpoint:
+    """`checked_url`: the URL as `check_url` passed it earlier (a blueprint's apply checks
+    every URL before its transaction opens)."""
+    url = checked_url or await check_url(ctx, body.get("url"))  # first: before any transaction
     channel = check_channel(body.get("channel"), url)
     event_types = check_event_types(body.get("event_types"), channel)
     filters = await check_filters(ctx, body.get("filters"))

@@ -1,0 +1,120 @@
+"""The webhooks part: endpoints by URL with filters by name, never a secret; the apply checks
+URLs with the guard, answers each new endpoint's secret once and keeps the plan's cap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def allow_loopback(settings: Any) -> Any:
+    settings.webhook_allow_networks = ["127.0.0.0/8"]
+    return settings
+
+
+async def ok(response: Any, status: int = 200) -> Any:
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def test_webhook_endpoints_round_trip(client: Any, factory: Any, allow_loopback: Any) -> None:
+    source = await factory.workspace(listen=False)
+    news = await ok(
+        await client.post("/api/v1/lists", headers=source.headers, json={"name": "News"}), 201
+    )
+    hook = {
+        "url": "http://127.0.0.1:9/hooks/crm",
+        "event_types": ["contact.created", "contact.list_joined"],
+        "filters": {"list_ids": [news["list"]["id"]]},
+        "description": "CRM sync",
+    }
+    made = await ok(await client.post("/api/v1/webhooks", headers=source.headers, json=hook), 201)
+    blueprint = await ok(
+        await client.post(
+            "/api/v1/blueprints",
+            headers=source.headers,
+            json={"name": "Hooks", "include": ["lists", "webhooks"]},
+        ),
+        201,
+    )
+    bp_id = blueprint["blueprint"]["id"]
+    document = await ok(
+        await client.get(f"/api/v1/blueprints/{bp_id}/document", headers=source.headers)
+    )
+    [endpoint] = document["parts"]["webhooks"]
+    assert endpoint["filters"] == {"list_ids": ["News"]}
+    assert "secret" not in endpoint and made["secret"] not in str(document)
+
+    target = await factory.workspace(account_id=source.account_id, listen=False)
+    applied = await ok(
+        await client.post(
+            f"/api/v1/blueprints/{bp_id}/apply", headers=target.headers, json={"dry_run": False}
+        )
+    )
+    [secret] = applied["secrets"]
+    assert secret["name"] == "http://127.0.0.1:9/hooks/crm" and secret["secret"]
+    listed = await ok(await client.get("/api/v1/webhooks", headers=target.headers))
+    [created] = listed["webhooks"]
+    lists = await ok(await client.get("/api/v1/lists", headers=target.headers))
+    assert created["filters"] == {"list_ids": [lists["lists"][0]["id"]]}
+    again = await ok(
+        await client.post(
+            f"/api/v1/blueprints/{bp_id}/apply", headers=target.headers, json={"dry_run": False}
+        )
+    )
+    assert {r["action"] for r in again["plan"]} == {"unchanged"} and "secrets" not in again
+
+
+async def test_a_url_the_guard_refuses_is_400_naming_it(client: Any, factory: Any) -> None:
+    ws = await factory.workspace(listen=False)
+    doc = {
+        "mailroom_blueprint": 1,
+        "name": "Private hook",
+        "parts": {
+            "webhooks": [{"url": "https://10.1.2.3/hook", "event_types": ["contact.created"]}]
+        },
+    }
+    made = await ok(
+        await client.post("/api/v1/blueprints/import", headers=ws.headers, json=doc), 201
+    )
+    refused = await client.post(
+        f"/api/v1/blueprints/{made['blueprint']['id']}/apply",
+        headers=ws.headers,
+        json={"dry_run": False},
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"].startswith("webhooks[0].url is not allowed: ")
+    assert (await ok(await client.get("/api/v1/webhooks", headers=ws.headers)))["webhooks"] == []
+
+
+async def test_the_plans_endpoint_cap_refuses_and_changes_nothing(
+    client: Any, factory: Any, allow_loopback: Any
+) -> None:
+    free = await factory.workspace("free", listen=False)
+    doc = {
+        "mailroom_blueprint": 1,
+        "name": "Two hooks",
+        "parts": {
+            "tags": [{"name": "VIP"}],
+            "webhooks": [
+                {"url": f"http://127.0.0.1:9/hook/{i}", "event_types": ["contact.created"]}
+                for i in range(2)
+            ],
+        },
+    }
+    made = await ok(
+        await client.post("/api/v1/blueprints/import", headers=free.headers, json=doc), 201
+    )
+    refused = await client.post(
+        f"/api/v1/blueprints/{made['blueprint']['id']}/apply",
+        headers=free.headers,
+        json={"dry_run": False},
+    )
+    assert (refused.status_code, refused.json()) == (
+        403,
+        {"error": "Webhook endpoint limit reached (1 on the Free plan). Upgrade to add more."},
+    )
+    assert (await ok(await client.get("/api/v1/webhooks", headers=free.headers)))["webhooks"] == []
+    assert (await ok(await client.get("/api/v1/tags", headers=free.headers)))["tags"] == []

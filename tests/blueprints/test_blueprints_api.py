@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-PARTS = ["custom_fields", "tags", "lists", "segments", "templates", "webhooks", "sending"]
+PARTS = ["custom_fields", "tags", "lists", "segments", "templates", "forms", "webhooks", "sending"]
 
 
 @pytest.fixture(autouse=True)
@@ -76,6 +76,13 @@ async def set_up_source(client: Any, ws: Any) -> None:
         ),
         201,
     )
+    form = {
+        "name": "Signup",
+        "fields": [{"key": "email"}, {"key": "first_name", "label": "Your name"}, {"key": "plan"}],
+        "list_ids": [news["list"]["id"]],
+        "success_message": "Thanks!",
+    }
+    await ok(await client.post("/api/v1/forms", headers=h, json=form), 201)
     await ok(
         await client.patch(
             "/api/v1/sending",
@@ -115,6 +122,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
         "lists": 1,
         "segments": 1,
         "templates": 1,
+        "forms": 1,
         "webhooks": 1,
         "sending": 1,
     }
@@ -125,6 +133,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
     # Named, never by id.
     assert rule["conditions"][0]["value"] == ["VIP"]
     assert rule["conditions"][1]["value"] == "Newsletter"
+    assert source["parts"]["forms"][0]["list_ids"] == ["Newsletter"]
 
     target = await factory.workspace(account_id=ws.account_id)
     # Every workspace of the account sees the account's blueprints.
@@ -140,6 +149,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
         ("lists", "Newsletter", "create"),
         ("segments", "Pro VIPs", "create"),
         ("templates", "Welcome", "create"),
+        ("forms", "Signup", "create"),
         ("webhooks", "http://127.0.0.1:9/recorder", "unchanged"),  # conftest's, in both
         ("sending", "sending", "create"),
     }

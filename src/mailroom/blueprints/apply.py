@@ -88,7 +88,10 @@ async def plan(
     parts: dict[str, list[dict[str, Any]]] = document["parts"]
     here = await load_refs(ctx)
     in_document = {
-        kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])} for kind in KIND_NOUN
+        kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])}
+        if kind in PARTS
+        else set()
+        for kind in KIND_NOUN
     }
     rows: list[dict[str, Any]] = []
     steps: list[Step] = []

@@ -26,10 +26,21 @@ FIELDS = {
     "lists": ("name", "description", "double_opt_in"),
     "segments": ("name", "rules"),
     "templates": ("name", "subject", "preheader", "html_content", "text_content"),
+    "forms": (
+        "name",
+        "fields",
+        "list_ids",
+        "double_opt_in",
+        "success_message",
+        "redirect_url",
+        "consent_text",
+        "languages",
+    ),
     "webhooks": ("url", "description", "event_types", "filters", "enabled", "channel"),
     "sending": ("from_name", "reply_to"),
 }
 KIND_NOUN = {
+    "custom_fields": "custom field",
     "tags": "tag",
     "lists": "list",
     "forms": "form",

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from mailroom.core.context import Context
 from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
+from mailroom.forms import service as forms
 from mailroom.lists import service as lists
 from mailroom.models import (
     Campaign,
@@ -62,6 +63,7 @@ def name_key(name: Any) -> str:
 
 # What objects refer to by name: the kind, its table and the column that names it.
 KINDS: dict[str, tuple[Any, str]] = {
+    "custom_fields": (CustomFieldDefinition, "key"),
     "tags": (Tag, "name"),
     "lists": (MailingList, "name"),
     "forms": (Form, "name"),
@@ -352,6 +354,56 @@ class Sending(Part):
             await sending.update_identity(ctx, changes)
 
 
+class Forms(Part):
+    """Signup forms, their lists by name and their fields by key (a custom field's key is its
+    name); the hosted page's address is the target's own."""
+
+    name = "forms"
+    fields = ("double_opt_in", "success_message", "redirect_url", "consent_text", "languages")
+
+    def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+        found: list[tuple[str, str, str]] = []
+        for i, item in enumerate(obj.get("fields") or []):
+            key = item.get("key") if isinstance(item, dict) else None
+            if isinstance(key, str) and key not in forms.BUILT_IN:
+                found.append((f"fields[{i}].key", "custom_fields", key))
+        for i, name in enumerate(obj.get("list_ids") or []):
+            found.append((f"list_ids[{i}]", "lists", name))
+        return found
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        list_names = await id_names(ctx, "lists")
+        rows = await ctx.session.scalars(
+            select(Form).where(Form.workspace_id == ctx.workspace_id).order_by(Form.name_key)
+        )
+        found = []
+        for row in rows.all():
+            obj: dict[str, Any] = {
+                "name": row.name,
+                "fields": [{k: v for k, v in item.items() if v is not None} for item in row.fields],
+                "list_ids": [list_names.get(i, i) for i in row.list_ids],
+            }
+            obj.update({f: getattr(row, f) for f in self.fields})
+            found.append(obj)
+        return found
+
+    def _body(self, obj: dict[str, Any], refs: Refs) -> dict[str, Any]:
+        body = dict(obj)
+        if isinstance(obj.get("list_ids"), list):
+            body["list_ids"] = [refs.get("lists", n) or n for n in obj["list_ids"]]
+        return body
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        created = await forms.create_form(ctx, self._body(obj, refs))
+        refs.ids.setdefault("forms", {})[name_key(created.name)] = created.id
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        form_id = refs.get("forms", self.key(obj))
+        body = {k: v for k, v in self._body(obj, refs).items() if k != "name"}
+        if form_id is not None and body:
+            await forms.update_form(ctx, form_id, body)
+
+
 class Webhooks(Part):
     """Endpoints by URL, with their events and filters by name; never a secret (a created
     endpoint gets a new one, answered once by the apply). URLs are checked by the guard before
@@ -430,7 +482,16 @@ class Webhooks(Part):
 
 PARTS: dict[str, Part] = {
     part.name: part
-    for part in (CustomFields(), Tags(), Lists(), Segments(), Templates(), Webhooks(), Sending())
+    for part in (
+        CustomFields(),
+        Tags(),
+        Lists(),
+        Segments(),
+        Templates(),
+        Forms(),
+        Webhooks(),
+        Sending(),
+    )
 }
 # Parts of the document this version captures and applies; the others are refused by name.
 SUPPORTED = tuple(name for name in PART_NAMES if name in PARTS)

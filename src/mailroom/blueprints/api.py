@@ -99,7 +99,7 @@ async def capture_blueprint(body: BlueprintCreate, request: Request, ctx: Caller
 async def import_blueprint(request: Request, ctx: Caller) -> dict[str, Any]:
     try:
         raw = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
         raise ApiError(400, "Invalid JSON in request body") from None
     blueprint = await service.import_document(ctx, raw)
     set_audit_target(request, blueprint.id)

@@ -16,13 +16,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from mailroom.blueprints.document import KIND_NOUN
-from mailroom.blueprints.parts import PARTS, PERMISSIONS, Part, Refs, load_refs, map_rule, name_key
+from mailroom.blueprints.parts import (
+    PARTS,
+    PERMISSIONS,
+    Part,
+    Refs,
+    load_refs,
+    map_rule,
+    match,
+    name_key,
+)
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
+from mailroom.custom_fields import service as custom_fields
 from mailroom.webhooks import service as webhooks
 
 CONFLICTS = "Blueprint conflicts with this workspace"
 OTHER_CONTENT = "an object of this name exists here with other content"
+FIELDS_FULL = (
+    f"the workspace would have more than {custom_fields.MAX_FIELDS} custom fields (the limit)"
+)
 ON_CONFLICT = ("skip", "update")
 
 
@@ -41,16 +54,28 @@ def check_write(ctx: Context, document: dict[str, Any]) -> None:
             ctx.principal.check(f"{PERMISSIONS[part_name]}:write")
 
 
-async def check_urls(ctx: Context, document: dict[str, Any]) -> dict[str, str]:
-    """Every webhook URL through the outbound guard (DNS: call it before the transaction
-    opens); 400 `webhooks[<i>].url is not allowed: ...`. Returns URL -> URL as passed."""
-    passed: dict[str, str] = {}
-    for i, obj in enumerate(document["parts"].get("webhooks", [])):
+async def check_urls(ctx: Context, document: dict[str, Any]) -> dict[str, str | ApiError]:
+    """Every webhook URL's verdict from the outbound guard (DNS: call it before the
+    transaction opens): URL -> the URL as passed, or the refusal. Only the endpoints the plan
+    creates or updates are refused for it (`_refuse_urls`)."""
+    verdicts: dict[str, str | ApiError] = {}
+    for obj in document["parts"].get("webhooks", []):
+        url = str(obj.get("url"))
         try:
-            passed[str(obj.get("url"))] = await webhooks.check_url(ctx, obj.get("url"))
+            verdicts[url] = await webhooks.check_url(ctx, obj.get("url"))
         except ApiError as exc:
-            raise ApiError(exc.status, f"webhooks[{i}].{exc.message}") from None
-    return passed
+            verdicts[url] = exc
+    return verdicts
+
+
+def _refuse_urls(steps: list[Step], verdicts: dict[str, str | ApiError]) -> dict[str, str]:
+    """400 `webhooks[<i>].url is not allowed: ...` for the first endpoint to write whose URL
+    the guard refused; else the passed URLs."""
+    for step in steps:
+        verdict = verdicts.get(step.part.key(step.obj))
+        if step.part.name == "webhooks" and isinstance(verdict, ApiError):
+            raise ApiError(verdict.status, f"webhooks[{step.index}].{verdict.message}")
+    return {url: v for url, v in verdicts.items() if isinstance(v, str)}
 
 
 async def apply(
@@ -59,10 +84,11 @@ async def apply(
     *,
     dry_run: bool,
     on_conflict: str,
-    checked_urls: dict[str, str],
+    url_verdicts: dict[str, str | ApiError],
 ) -> dict[str, Any]:
     check_write(ctx, document)
     rows, steps = await plan(ctx, document, on_conflict)
+    checked_urls = _refuse_urls(steps, url_verdicts)
     conflicted = any(row["action"] == "conflict" for row in rows)
     if conflicted and not dry_run:
         raise ApiError(409, CONFLICTS, plan=rows)
@@ -88,7 +114,7 @@ async def plan(
     parts: dict[str, list[dict[str, Any]]] = document["parts"]
     here = await load_refs(ctx)
     in_document = {
-        kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])}
+        kind: {match(kind, PARTS[kind].key(o)) for o in parts.get(kind, [])}
         if kind in PARTS
         else set()
         for kind in KIND_NOUN
@@ -98,16 +124,16 @@ async def plan(
     for part_name, part in PARTS.items():
         if part_name not in parts:
             continue
-        current = {name_key(part.key(o)): o for o in await part.capture(ctx)}
+        current = {match(part_name, part.key(o)): o for o in await part.capture(ctx)}
         for index, obj in enumerate(parts[part_name]):
             name = part.key(obj)
             row: dict[str, Any] = {"part": part_name, "name": name}
             missing = [
                 (kind, ref)
                 for _path, kind, ref in part.references(obj)
-                if name_key(ref) not in in_document[kind] and here.get(kind, ref) is None
+                if match(kind, ref) not in in_document[kind] and here.get(kind, ref) is None
             ]
-            existing = current.get(name_key(name))
+            existing = current.get(match(part_name, name))
             reason = part.conflict(obj, existing) if existing is not None else None
             if missing:
                 kind, ref = missing[0]
@@ -116,7 +142,7 @@ async def plan(
                     reason=f"{KIND_NOUN[kind]} {ref!r} is neither in the blueprint nor here",
                 )
             elif existing is None:
-                row["action"] = "create"
+                row["action"] = "unchanged" if part.empty(obj) else "create"
             elif reason is not None:
                 row.update(action="conflict", reason=reason)
             elif _same(part, obj, existing):
@@ -125,6 +151,13 @@ async def plan(
                 row.update(action="update", reason=OTHER_CONTENT)
             else:
                 row.update(action="skip", reason=OTHER_CONTENT)
+            if (
+                part_name == "custom_fields"
+                and row["action"] == "create"
+                and len(current) + sum(s.action == "create" for s in steps if s.part is part)
+                >= custom_fields.MAX_FIELDS
+            ):
+                row.update(action="conflict", reason=FIELDS_FULL)
             rows.append(row)
             if row["action"] in ("create", "update"):
                 steps.append(Step(part, index, obj, row["action"]))
@@ -132,10 +165,11 @@ async def plan(
 
 
 def _comparable(part: Part, obj: dict[str, Any]) -> dict[str, Any]:
-    """What decides `unchanged`: the fields the document gives, names compared as names."""
-    shown = dict(obj)
+    """What decides `unchanged`: the fields the document gives, normalised as stored, names
+    compared as names."""
+    shown = part.normalise(obj)
     if part.key_field in shown:
-        shown[part.key_field] = name_key(shown[part.key_field])
+        shown[part.key_field] = match(part.name, shown[part.key_field])
     if "rules" in shown:
         shown["rules"] = map_rule(
             shown["rules"], lambda v, _p: name_key(v), lambda v, _p: name_key(v)

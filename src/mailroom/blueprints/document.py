@@ -10,9 +10,10 @@ judge when the blueprint is applied (a dry run applies and rolls back, so it say
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from mailroom.blueprints.parts import PART_NAMES, PARTS, SUPPORTED, name_key
+from mailroom.blueprints.parts import PART_NAMES, PARTS, SUPPORTED, match
 from mailroom.core.errors import ApiError
 from mailroom.named import clean_name
 
@@ -20,6 +21,8 @@ VERSION = 1
 MAX_NAME = 100
 MAX_DESCRIPTION = 1000
 MAX_OBJECTS = 1000  # per part
+# Document -> parts -> part -> object -> rules (3 levels of groups) -> value: well within 24.
+MAX_DEPTH = 24
 FIELDS = {
     "custom_fields": ("key", "label", "type", "options"),
     "tags": ("name", "color"),
@@ -72,10 +75,13 @@ def check(document: Any) -> dict[str, Any]:
     version = document.get("mailroom_blueprint")
     if version is None:
         raise ApiError(400, "mailroom_blueprint is required (the document's version, 1)")
-    if version != VERSION or isinstance(version, bool):
+    if isinstance(version, bool) or version != VERSION:
+        shown = json.dumps(version)[:40]
         raise ApiError(
-            400, f"mailroom_blueprint: unsupported version {version!r} (this Mailroom reads 1)"
+            400, f"mailroom_blueprint: unsupported version {shown} (this Mailroom reads 1)"
         )
+    if _depth(document) > MAX_DEPTH:
+        raise ApiError(400, f"The document nests too deeply (at most {MAX_DEPTH} levels)")
     for key in document:
         if key not in ("mailroom_blueprint", "name", "description", "parts"):
             raise ApiError(400, f"{key}: unknown field")
@@ -102,6 +108,19 @@ def check(document: Any) -> dict[str, Any]:
     }
 
 
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest (iteratively: no recursion on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                items = node.values() if isinstance(node, dict) else node
+                stack.extend((item, level + 1) for item in items)
+    return deepest
+
+
 def _objects(part_name: str, raw: Any) -> list[dict[str, Any]]:
     path = f"parts.{part_name}"
     if not isinstance(raw, list) or not all(isinstance(obj, dict) for obj in raw):
@@ -121,18 +140,18 @@ def _objects(part_name: str, raw: Any) -> list[dict[str, Any]]:
             value = obj.get(part.key_field)
             if not isinstance(value, str) or not value.strip():
                 raise ApiError(400, f"{where}.{part.key_field} is required")
-        key = name_key(part.key(obj))
+        key = match(part_name, part.key(obj))
         if key in seen:
             raise ApiError(
                 400, f"{where}.{part.key_field}: the same as {path}[{seen[key]}].{part.key_field}"
             )
         seen[key] = i
-    return [dict(obj) for obj in raw]
+    return [part.normalise(obj) for obj in raw]
 
 
 def _no_dangling(parts: dict[str, list[dict[str, Any]]]) -> None:
     held = {
-        kind: {name_key(PARTS[kind].key(o)) for o in parts.get(kind, [])}
+        kind: {match(kind, PARTS[kind].key(o)) for o in parts.get(kind, [])}
         if kind in PARTS
         else set()
         for kind in KIND_NOUN
@@ -141,7 +160,7 @@ def _no_dangling(parts: dict[str, list[dict[str, Any]]]) -> None:
         part = PARTS[part_name]
         for i, obj in enumerate(objects):
             for path, kind, name in part.references(obj):
-                if not isinstance(name, str) or name_key(name) not in held[kind]:
+                if not isinstance(name, str) or match(kind, name) not in held[kind]:
                     fix = (
                         f"add it to parts.{kind}"
                         if kind in PARTS

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from mailroom.core.context import Context
 from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
+from mailroom.custom_fields import values as cf
 from mailroom.forms import service as forms
 from mailroom.lists import service as lists
 from mailroom.models import (
@@ -61,6 +62,27 @@ def name_key(name: Any) -> str:
     return fold(" ".join(str(name).split()))
 
 
+# Keys compared exactly: a custom field's key is case-sensitive, and so is a URL's path.
+EXACT = frozenset({"custom_fields", "webhooks"})
+
+
+def match(kind: str, name: Any) -> str:
+    """What identifies an object of `kind` (a part or a referred kind) by its name."""
+    return str(name) if kind in EXACT else name_key(name)
+
+
+def _text(value: Any, *, strip: bool = True) -> Any:
+    """Null as the empty text the services store; text trimmed where they trim it."""
+    if value is None:
+        return ""
+    return value.strip() if strip and isinstance(value, str) else value
+
+
+def clean(name: Any) -> str:
+    """A name as the workspace stores it (inner whitespace folded), to look it up."""
+    return " ".join(str(name).split())
+
+
 # What objects refer to by name: the kind, its table and the column that names it.
 KINDS: dict[str, tuple[Any, str]] = {
     "custom_fields": (CustomFieldDefinition, "key"),
@@ -91,7 +113,7 @@ class Refs:
     checked_urls: dict[str, str] = field(default_factory=dict)
 
     def get(self, kind: str, name: str) -> str | None:
-        return self.ids.get(kind, {}).get(name_key(name))
+        return self.ids.get(kind, {}).get(match(kind, name))
 
 
 async def id_names(ctx: Context, kind: str) -> dict[str, str]:
@@ -107,7 +129,7 @@ async def load_refs(ctx: Context) -> Refs:
     refs = Refs()
     for kind in KINDS:
         named = await id_names(ctx, kind)
-        refs.ids[kind] = {name_key(name): row_id for row_id, name in named.items()}
+        refs.ids[kind] = {match(kind, name): row_id for row_id, name in named.items()}
     return refs
 
 
@@ -126,7 +148,8 @@ def map_rule(rule: Any, tag: Callable[[str, str], Any], one_list: Callable[[str,
             return {**node, "conditions": inner}
         value, where = node.get("value"), f"{path}value"
         if node.get("field") == "tags" and isinstance(value, list):
-            return {**node, "value": [tag(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+            named = [tag(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            return {**node, "value": [n for n in named if n is not None]}
         if node.get("field") == "lists" and isinstance(value, str):
             return {**node, "value": one_list(value, where)}
         return node
@@ -167,6 +190,16 @@ class Part:
         """Why an object of the same name cannot become `wanted`, or None."""
         return None
 
+    def empty(self, obj: dict[str, Any]) -> bool:
+        """An object that sets nothing (a blank sender identity): absent is the same."""
+        return False
+
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The object as the service would store it where that is plain (trimmed text, empty
+        for null, lowercase colours), so a document compares equal to what applying it
+        wrote, and a second apply is all `unchanged`."""
+        return dict(obj)
+
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
         raise NotImplementedError
 
@@ -195,6 +228,24 @@ class CustomFields(Part):
             found.append(obj)
         return found
 
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        found = dict(obj)
+        found["type"] = obj.get("type") or "text"
+        label = obj.get("label")
+        found["label"] = (
+            label.strip()
+            if isinstance(label, str) and label.strip()
+            else cf.default_label(str(obj.get("key")))
+        )
+        options = obj.get("options")
+        if isinstance(options, list):
+            kept = list(dict.fromkeys(o.strip() for o in options if isinstance(o, str)))
+            if kept or found["type"] == "dropdown":
+                found["options"] = kept
+            else:
+                found.pop("options")
+        return found
+
     def conflict(self, wanted: dict[str, Any], current: dict[str, Any]) -> str | None:
         if wanted.get("type", "text") != current["type"]:
             return (
@@ -221,6 +272,12 @@ class CustomFields(Part):
 class Tags(Part):
     name = "tags"
 
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        found = dict(obj)
+        if isinstance(obj.get("color"), str):
+            found["color"] = obj["color"].strip().lower()
+        return found
+
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
         rows = await ctx.session.scalars(
             select(Tag).where(Tag.workspace_id == ctx.workspace_id).order_by(Tag.name_key)
@@ -239,6 +296,14 @@ class Tags(Part):
 
 class Lists(Part):
     name = "lists"
+
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        found = dict(obj)
+        if "description" in obj:
+            found["description"] = _text(obj["description"])
+        if obj.get("double_opt_in") is None:
+            found["double_opt_in"] = False
+        return found
 
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
         rows = await ctx.session.scalars(
@@ -265,6 +330,18 @@ class Lists(Part):
 class Segments(Part):
     name = "segments"
 
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        def groups(node: Any) -> Any:
+            if isinstance(node, dict) and isinstance(node.get("conditions"), list):
+                return {
+                    "match": node.get("match") or "all",
+                    **{k: v for k, v in node.items() if k != "match"},
+                    "conditions": [groups(c) for c in node["conditions"]],
+                }
+            return node
+
+        return {**obj, "rules": groups(obj.get("rules"))}
+
     def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
         return [(f"rules.{path}", kind, name) for path, kind, name in rule_names(obj.get("rules"))]
 
@@ -279,9 +356,11 @@ class Segments(Part):
         found = []
         for row in rows.all():
             shown, _registered = segment_rules.stored(row.rules)
+            # A tag deleted since the rule was saved matches nothing: it is left out, not
+            # carried as an id.
             named = map_rule(
                 shown,
-                lambda value, _path: tag_names.get(value, value),
+                lambda value, _path: tag_names.get(value),
                 lambda value, _path: list_names.get(value, value),
             )
             found.append({"name": row.name, "rules": named})
@@ -299,7 +378,7 @@ class Segments(Part):
         await segments.create_segment(ctx, self._with_ids(obj, refs))
 
     async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
-        current = await segments.SEGMENTS.find_by_name(ctx, self.key(obj))
+        current = await segments.SEGMENTS.find_by_name(ctx, clean(self.key(obj)))
         if current is not None:
             await segments.update_segment(
                 ctx, current.id, {"rules": self._with_ids(obj, refs)["rules"]}
@@ -308,6 +387,9 @@ class Segments(Part):
 
 class Templates(Part):
     name = "templates"
+
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, **{f: _text(obj[f], strip=False) for f in TEMPLATE_FIELDS if f in obj}}
 
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
         rows = await ctx.session.scalars(
@@ -324,7 +406,7 @@ class Templates(Part):
         await templates.create_template(ctx, obj)
 
     async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
-        current = await templates.TEMPLATES.find_by_name(ctx, self.key(obj))
+        current = await templates.TEMPLATES.find_by_name(ctx, clean(self.key(obj)))
         changes = {f: obj[f] for f in TEMPLATE_FIELDS if f in obj}
         if current is not None and changes:
             await templates.update_template(ctx, current.id, changes)
@@ -339,10 +421,16 @@ class Sending(Part):
     def key(self, obj: dict[str, Any]) -> str:
         return "sending"
 
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return {k: _text(obj.get(k)) for k in ("from_name", "reply_to")}
+
+    def empty(self, obj: dict[str, Any]) -> bool:
+        return not any(self.normalise(obj).values())
+
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
         row = await sending.settings_of(ctx)
         if not row.from_name and not row.reply_to:
-            return []
+            return []  # nothing set: nothing to carry
         return [{"from_name": row.from_name, "reply_to": row.reply_to}]
 
     async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:

@@ -112,6 +112,7 @@ async def list_blueprints(ctx: Context, paging: PageParams) -> tuple[list[Bluepr
 
 async def update_blueprint(ctx: Context, blueprint_id: str, body: dict[str, Any]) -> Blueprint:
     blueprint = await get_blueprint(ctx, blueprint_id)
+    applying.check_write(ctx, blueprint.document)  # changing it: as applying it
     if not body:
         raise ApiError(400, "No updatable fields provided")
     for key in body:
@@ -141,6 +142,7 @@ async def read_document(db: Any, ctx: Context, blueprint_id: str) -> dict[str, A
 
 async def delete_blueprint(ctx: Context, blueprint_id: str) -> None:
     blueprint = await get_blueprint(ctx, blueprint_id)
+    applying.check_write(ctx, blueprint.document)  # removing it: as applying it
     await ctx.session.delete(blueprint)
     await ctx.session.flush()
 
@@ -160,10 +162,10 @@ async def apply_blueprint(
         if key not in ("dry_run", "on_conflict"):
             raise ApiError(400, f"{key}: unknown field")
     applying.check_write(ctx, document)  # permissions before anything else is judged
-    checked = await applying.check_urls(ctx, document)
+    verdicts = await applying.check_urls(ctx, document)
     blueprint = await get_blueprint(ctx, blueprint_id)  # the first statement
     return await applying.apply(
-        ctx, blueprint.document, dry_run=dry_run, on_conflict=on_conflict, checked_urls=checked
+        ctx, blueprint.document, dry_run=dry_run, on_conflict=on_conflict, url_verdicts=verdicts
     )
 
 

@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 
-PARTS = ["custom_fields", "tags", "lists", "segments", "templates", "forms", "webhooks", "sending"]
+PARTS = [
+    "custom_fields",
+    "tags",
+    "lists",
+    "segments",
+    "templates",
+    "automations",
+    "forms",
+    "webhooks",
+    "sending",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +74,7 @@ async def set_up_source(client: Any, ws: Any) -> None:
         await client.post("/api/v1/segments", headers=h, json={"name": "Pro VIPs", "rules": rules}),
         201,
     )
-    await ok(
+    welcome = await ok(
         await client.post(
             "/api/v1/templates",
             headers=h,
@@ -76,6 +86,37 @@ async def set_up_source(client: Any, ws: Any) -> None:
         ),
         201,
     )
+    automation = {
+        "name": "Welcome series",
+        "trigger": {"type": "list_joined", "list_id": news["list"]["id"]},
+        "steps": [
+            {
+                "id": "hello",
+                "type": "send_email",
+                "label": "Say hello",
+                "template_id": welcome["template"]["id"],
+            },
+            {"id": "pause", "type": "wait", "seconds": 3600},
+            {
+                "id": "vip",
+                "type": "condition",
+                "rules": {
+                    "match": "all",
+                    "conditions": [{"field": "tags", "op": "has_any", "value": [vip["tag"]["id"]]}],
+                },
+                "yes": [
+                    {
+                        "id": "thanks",
+                        "type": "update_field",
+                        "field": "custom_fields.plan",
+                        "value": "Pro",
+                    }
+                ],
+                "no": [{"id": "tag", "type": "add_tag", "tag_id": vip["tag"]["id"]}],
+            },
+        ],
+    }
+    await ok(await client.post("/api/v1/automations", headers=h, json=automation), 201)
     form = {
         "name": "Signup",
         "fields": [{"key": "email"}, {"key": "first_name", "label": "Your name"}, {"key": "plan"}],
@@ -122,6 +163,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
         "lists": 1,
         "segments": 1,
         "templates": 1,
+        "automations": 1,
         "forms": 1,
         "webhooks": 1,
         "sending": 1,
@@ -150,6 +192,7 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
         ("segments", "Pro VIPs", "create"),
         ("templates", "Welcome", "create"),
         ("forms", "Signup", "create"),
+        ("automations", "Welcome series", "create"),
         ("webhooks", "http://127.0.0.1:9/recorder", "unchanged"),  # conftest's, in both
         ("sending", "sending", "create"),
     }
@@ -164,6 +207,12 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
     tags = await ok(await client.get("/api/v1/tags", headers=target.headers))
     assert segments["segments"][0]["rules"]["conditions"][0]["value"] == [tags["tags"][0]["id"]]
 
+    # Created paused: activating it stays the person's act.
+    made = await ok(await client.get("/api/v1/automations", headers=target.headers))
+    assert [a["status"] for a in made["automations"]] == ["paused"]
+    steps = source["parts"]["automations"][0]["steps"]
+    assert steps[0]["template_id"] == "Welcome" and steps[0]["label"] == "Say hello"
+    assert steps[2]["no"][0]["tag_id"] == "VIP"
     # Idempotent: a second apply is all unchanged.
     second = await ok(await apply(client, target, blueprint["id"], dry_run=False))
     assert {row["action"] for row in second["plan"]} == {"unchanged"}

@@ -29,6 +29,7 @@ FIELDS = {
     "lists": ("name", "description", "double_opt_in"),
     "segments": ("name", "rules"),
     "templates": ("name", "subject", "preheader", "html_content", "text_content"),
+    "automations": ("name", "trigger", "steps", "allow_reentry", "time_zone"),
     "forms": (
         "name",
         "fields",
@@ -49,6 +50,9 @@ KIND_NOUN = {
     "forms": "form",
     "campaigns": "campaign",
     "domains": "sending domain",
+    "templates": "template",
+    "webhooks": "webhook endpoint",
+    "stores": "store",
 }
 NOT_YET = "{path}: {part} are not part of blueprints yet (this version holds {supported})"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailroom.automations import service as automations
 from mailroom.core.context import Context
 from mailroom.core.text import fold
 from mailroom.custom_fields import service as custom_fields
@@ -23,12 +24,14 @@ from mailroom.custom_fields import values as cf
 from mailroom.forms import service as forms
 from mailroom.lists import service as lists
 from mailroom.models import (
+    Automation,
     Campaign,
     CustomFieldDefinition,
     Form,
     MailingList,
     Segment,
     SendingDomain,
+    Store,
     Tag,
     Template,
     WebhookEndpoint,
@@ -91,6 +94,9 @@ KINDS: dict[str, tuple[Any, str]] = {
     "forms": (Form, "name"),
     "campaigns": (Campaign, "name"),
     "domains": (SendingDomain, "domain"),
+    "templates": (Template, "name"),
+    "webhooks": (WebhookEndpoint, "url"),
+    "stores": (Store, "name"),
 }
 # A webhook endpoint's filter keys and the kind each names.
 FILTER_KINDS = {
@@ -403,7 +409,8 @@ class Templates(Part):
         ]
 
     async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
-        await templates.create_template(ctx, obj)
+        created = await templates.create_template(ctx, obj)
+        refs.ids.setdefault("templates", {})[match("templates", created.name)] = created.id
 
     async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
         current = await templates.TEMPLATES.find_by_name(ctx, clean(self.key(obj)))
@@ -440,6 +447,127 @@ class Sending(Part):
         changes: dict[str, Any] = {k: obj[k] for k in ("from_name", "reply_to") if k in obj}
         if changes:
             await sending.update_identity(ctx, changes)
+
+
+# An automation's references: trigger keys and step keys, and the kind each names.
+TRIGGER_REFS = {"tag_id": "tags", "list_id": "lists", "form_id": "forms", "store_id": "stores"}
+STEP_REFS = {"template_id": "templates", "tag_id": "tags", "list_id": "lists"}
+
+
+def map_automation(obj: dict[str, Any], rename: Callable[[str, str, str], Any]) -> dict[str, Any]:
+    """The automation with each reference passed through `rename(kind, value, path)`: the
+    trigger's tag / list / form / store and date field, each step's template / tag / list /
+    endpoints / custom field, and the rules of conditions (their tags and lists), in branches
+    too. Paths as the automation API names them (`steps[1].yes[0].tag_id`)."""
+    found = dict(obj)
+    trigger = obj.get("trigger")
+    if isinstance(trigger, dict):
+        trigger = dict(trigger)
+        for key, kind in TRIGGER_REFS.items():
+            if isinstance(trigger.get(key), str):
+                trigger[key] = rename(kind, trigger[key], f"trigger.{key}")
+        if trigger.get("type") == "date_anniversary" and isinstance(trigger.get("field"), str):
+            trigger["field"] = rename("custom_fields", trigger["field"], "trigger.field")
+        found["trigger"] = trigger
+
+    def steps(raw: Any, place: str) -> Any:
+        if not isinstance(raw, list):
+            return raw
+        return [step(item, f"{place}[{i}]") for i, item in enumerate(raw)]
+
+    def step(raw: Any, place: str) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        out = dict(raw)
+        for key, kind in STEP_REFS.items():
+            if isinstance(out.get(key), str):
+                out[key] = rename(kind, out[key], f"{place}.{key}")
+        if isinstance(out.get("endpoint_ids"), list):
+            out["endpoint_ids"] = [
+                rename("webhooks", v, f"{place}.endpoint_ids[{i}]") if isinstance(v, str) else v
+                for i, v in enumerate(out["endpoint_ids"])
+            ]
+        field_name = out.get("field")
+        if (
+            out.get("type") == "update_field"
+            and isinstance(field_name, str)
+            and field_name.startswith("custom_fields.")
+        ):
+            key = field_name.removeprefix("custom_fields.")
+            out["field"] = "custom_fields." + str(rename("custom_fields", key, f"{place}.field"))
+        if out.get("type") == "condition":
+            out["rules"] = map_rule(
+                out.get("rules"),
+                lambda v, p: rename("tags", v, f"{place}.rules.{p}"),
+                lambda v, p: rename("lists", v, f"{place}.rules.{p}"),
+            )
+            out["yes"] = steps(out.get("yes"), f"{place}.yes")
+            out["no"] = steps(out.get("no"), f"{place}.no")
+        return out
+
+    if "steps" in obj:
+        found["steps"] = steps(obj.get("steps"), "steps")
+    return found
+
+
+class Automations(Part):
+    """Automations with their templates, tags, lists, forms, stores, endpoints (by URL) and
+    fields named; step ids and labels kept. An applied automation is created paused:
+    activating it stays the person's act (and the live-automation cap applies then)."""
+
+    name = "automations"
+    fields = ("name", "trigger", "steps", "allow_reentry", "time_zone")
+
+    def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+        found: list[tuple[str, str, str]] = []
+
+        def note(kind: str, value: str, path: str) -> str:
+            if kind != "custom_fields" or value:
+                found.append((path, kind, value))
+            return value
+
+        map_automation(obj, note)
+        return found
+
+    async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        names = {kind: await id_names(ctx, kind) for kind in KINDS}
+        rows = await ctx.session.scalars(
+            select(Automation)
+            .where(Automation.workspace_id == ctx.workspace_id)
+            .order_by(Automation.name_key)
+        )
+        found = []
+        for row in rows.all():
+            shown = automations.as_dict(row, {})
+            obj = {key: shown[key] for key in self.fields}
+            found.append(
+                map_automation(
+                    obj,
+                    lambda kind, value, _path: (
+                        value if kind == "custom_fields" else names[kind].get(value, value)
+                    ),
+                )
+            )
+        return found
+
+    def _body(self, obj: dict[str, Any], refs: Refs) -> dict[str, Any]:
+        return map_automation(
+            obj,
+            lambda kind, value, _path: (
+                value if kind == "custom_fields" else (refs.get(kind, value) or value)
+            ),
+        )
+
+    async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        created = await automations.create_automation(ctx, self._body(obj, refs))
+        created.status = "paused"
+        await ctx.session.flush()
+
+    async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
+        current = await automations.AUTOMATIONS.find_by_name(ctx, clean(self.key(obj)))
+        body = {k: v for k, v in self._body(obj, refs).items() if k != "name"}
+        if current is not None and body:
+            await automations.update_automation(ctx, current.id, body)
 
 
 class Forms(Part):
@@ -555,6 +683,7 @@ class Webhooks(Part):
             ctx, self._body(obj, refs), checked_url=refs.checked_urls.get(self.key(obj))
         )
         refs.secrets.append({"name": endpoint.url, "secret": endpoint.secret})
+        refs.ids.setdefault("webhooks", {})[match("webhooks", endpoint.url)] = endpoint.id
 
     async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
         current = await ctx.session.scalar(
@@ -568,6 +697,8 @@ class Webhooks(Part):
             await webhooks.update_endpoint(ctx, current.id, body)
 
 
+# In the order they are applied (what refers after what it refers to); permissions are checked
+# in PERMISSIONS' order, the contract's.
 PARTS: dict[str, Part] = {
     part.name: part
     for part in (
@@ -578,6 +709,7 @@ PARTS: dict[str, Part] = {
         Templates(),
         Forms(),
         Webhooks(),
+        Automations(),  # after what its steps and trigger name: forms, endpoints
         Sending(),
     )
 }

@@ -16,16 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mailroom.blueprints.document import KIND_NOUN
-from mailroom.blueprints.parts import (
-    PARTS,
-    PERMISSIONS,
-    Part,
-    Refs,
-    load_refs,
-    map_rule,
-    match,
-    name_key,
-)
+from mailroom.blueprints.names import Refs, load_refs, map_rule, match, name_key
+from mailroom.blueprints.parts import PARTS, PERMISSIONS, Part
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.custom_fields import service as custom_fields

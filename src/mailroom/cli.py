@@ -220,12 +220,21 @@ def create_workspace(
     ] = None,
     name: Annotated[str, typer.Option(help="Workspace name.")] = "",
     permissions: PermissionsOption = "all",
+    blueprint: Annotated[
+        str,
+        typer.Option(
+            help="Set the workspace up from this blueprint: starter-newsletter, starter-shop, "
+            "or a blueprint id of --account (see GET /api/v1/blueprints).",
+        ),
+    ] = "",
     as_json: JsonFlag = False,
 ) -> None:
-    """Create a workspace (in a new account, or in --account) and a first API key.
+    """Create a workspace (in a new account, or in --account) and a first API key, optionally
+    set up from a blueprint.
 
-    With --json prints {"account_id", "workspace_id", "key_id", "api_key"}. The key is shown
-    only now; it is stored hashed.
+    With --json prints {"account_id", "workspace_id", "key_id", "api_key"} (and "blueprint":
+    the apply's plan and any new webhook secrets). The key is shown only now; it is stored
+    hashed.
     """
 
     async def work(db: Database) -> dict[str, Any]:
@@ -238,23 +247,59 @@ def create_workspace(
             created = await accounts_service.create_key(
                 session, workspace.id, permissions=permissions, name="admin"
             )
-        return {
+        result: dict[str, Any] = {
             "account_id": acct.id,
             "workspace_id": workspace.id,
             "key_id": created.key.id,
             "api_key": created.secret,
             "plan": acct.plan,
         }
+        if blueprint:
+            result["blueprint"] = await _apply_blueprint(db, workspace.id, blueprint)
+        return result
 
     result = _run(lambda: _with_db(work))
-    _emit(
-        {k: result[k] for k in ("account_id", "workspace_id", "key_id", "api_key")},
-        as_json,
+    shown = {k: result[k] for k in ("account_id", "workspace_id", "key_id", "api_key")}
+    human = (
         f"Account   {result['account_id']} ({result['plan']} plan)\n"
         f"Workspace {result['workspace_id']}\n"
         f"Key id    {result['key_id']}\n"
-        f"API key   {result['api_key']}   (shown once; keep it safe)",
+        f"API key   {result['api_key']}   (shown once; keep it safe)"
     )
+    if "blueprint" in result:
+        applied = result["blueprint"]
+        shown["blueprint"] = applied
+        made = sum(row["action"] == "create" for row in applied["plan"])
+        human += f"\nBlueprint {blueprint}: {made} object(s) created"
+        for secret in applied.get("secrets", []):
+            human += f"\nWebhook   {secret['name']} secret {secret['secret']}   (shown once)"
+    _emit(shown, as_json, human)
+
+
+async def _apply_blueprint(db: Database, workspace_id: str, blueprint_id: str) -> dict[str, Any]:
+    """Apply a blueprint to a new workspace (as `POST /blueprints/{id}/apply` does, with its
+    admin principal): the document read first, webhook URLs checked before the transaction."""
+    from mailroom.accounts import service as accounts_service
+    from mailroom.blueprints import service as blueprints
+    from mailroom.core.context import Context
+
+    settings = get_settings()
+    async with db.session(write=False) as session:
+        principal = await accounts_service.principal_for_workspace(session, workspace_id)
+    try:
+        async with db.session(write=False) as session:
+            document = await blueprints.read_document(
+                db, Context(session, principal, settings), blueprint_id
+            )
+        async with db.transaction() as session:
+            ctx = Context(session, principal, settings)
+            return await blueprints.apply_blueprint(ctx, blueprint_id, {"dry_run": False}, document)
+    except ApiError as exc:
+        raise ApiError(
+            exc.status,
+            f"Workspace {workspace_id} was created, but the blueprint was not applied: "
+            f"{exc.message}",
+        ) from None
 
 
 @admin_app.command("create-key")

@@ -180,7 +180,11 @@ async def test_capture_apply_capture_round_trip(client: Any, factory: Any, ws: A
     target = await factory.workspace(account_id=ws.account_id)
     # Every workspace of the account sees the account's blueprints.
     listed = await ok(await client.get("/api/v1/blueprints", headers=target.headers))
-    assert [b["id"] for b in listed["blueprints"]] == [blueprint["id"]]
+    assert [b["id"] for b in listed["blueprints"]] == [
+        "starter-newsletter",
+        "starter-shop",
+        blueprint["id"],
+    ]
 
     dry = await ok(await apply(client, target, blueprint["id"]))
     assert (dry["dry_run"], dry["applied"]) == (True, False)
@@ -330,9 +334,8 @@ async def test_other_accounts_never_see_a_blueprint(client: Any, factory: Any, w
         body = {"name": "x"} if method == "PATCH" else ({} if method == "POST" else None)
         answer = await client.request(method, path, headers=stranger.headers, json=body)
         assert (answer.status_code, answer.json()) == (404, {"error": "Blueprint not found"}), path
-    assert (await ok(await client.get("/api/v1/blueprints", headers=stranger.headers)))[
-        "blueprints"
-    ] == []
+    theirs = await ok(await client.get("/api/v1/blueprints", headers=stranger.headers))
+    assert [b["id"] for b in theirs["blueprints"]] == ["starter-newsletter", "starter-shop"]
 
 
 async def test_rename_and_delete(client: Any, ws: Any) -> None:

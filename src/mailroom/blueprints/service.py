@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from mailroom.blueprints import apply as applying
 from mailroom.blueprints import document as documents
+from mailroom.blueprints import starters
 from mailroom.blueprints.parts import PART_NAMES, PARTS, PERMISSIONS, SUPPORTED
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -87,6 +88,8 @@ async def _keep(ctx: Context, document: dict[str, Any], source: str | None) -> B
 
 
 async def get_blueprint(ctx: Context, blueprint_id: str) -> Blueprint:
+    if starters.is_starter(blueprint_id):
+        return starters.starter(blueprint_id, ctx.principal.account_id)
     found = await ctx.session.scalar(
         select(Blueprint).where(
             Blueprint.id == blueprint_id, Blueprint.account_id == ctx.principal.account_id
@@ -98,20 +101,28 @@ async def get_blueprint(ctx: Context, blueprint_id: str) -> Blueprint:
 
 
 async def list_blueprints(ctx: Context, paging: PageParams) -> tuple[list[Blueprint], int]:
+    """The starters first, then the account's own, newest first."""
+    shipped = starters.all_starters(ctx.principal.account_id)
     where = Blueprint.account_id == ctx.principal.account_id
     total = int(await ctx.session.scalar(select(func.count()).where(where)) or 0)
-    rows = await ctx.session.scalars(
-        select(Blueprint)
-        .where(where)
-        .order_by(Blueprint.created_at.desc(), Blueprint.id.desc())
-        .offset(paging.offset)
-        .limit(paging.limit)
-    )
-    return list(rows.all()), total
+    page = shipped[paging.offset : paging.offset + paging.limit]
+    room = paging.limit - len(page)
+    if room > 0:
+        rows = await ctx.session.scalars(
+            select(Blueprint)
+            .where(where)
+            .order_by(Blueprint.created_at.desc(), Blueprint.id.desc())
+            .offset(max(0, paging.offset - len(shipped)))
+            .limit(room)
+        )
+        page += list(rows.all())
+    return page, total + len(shipped)
 
 
 async def update_blueprint(ctx: Context, blueprint_id: str, body: dict[str, Any]) -> Blueprint:
     blueprint = await get_blueprint(ctx, blueprint_id)
+    if starters.is_starter(blueprint.id):
+        raise ApiError(400, starters.READ_ONLY)
     applying.check_write(ctx, blueprint.document)  # changing it: as applying it
     if not body:
         raise ApiError(400, "No updatable fields provided")
@@ -142,6 +153,8 @@ async def read_document(db: Any, ctx: Context, blueprint_id: str) -> dict[str, A
 
 async def delete_blueprint(ctx: Context, blueprint_id: str) -> None:
     blueprint = await get_blueprint(ctx, blueprint_id)
+    if starters.is_starter(blueprint.id):
+        raise ApiError(400, starters.READ_ONLY)
     applying.check_write(ctx, blueprint.document)  # removing it: as applying it
     await ctx.session.delete(blueprint)
     await ctx.session.flush()
@@ -177,7 +190,7 @@ def as_dict(blueprint: Blueprint) -> dict[str, Any]:
         "description": blueprint.description,
         "parts": [name for name in PART_NAMES if name in parts],
         "counts": {name: len(parts[name]) for name in PART_NAMES if name in parts},
-        "starter": False,
+        "starter": starters.is_starter(blueprint.id),
         "created_at": blueprint.created_at,
         "updated_at": blueprint.updated_at,
         "source_workspace_id": blueprint.source_workspace_id,

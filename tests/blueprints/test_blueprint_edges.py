@@ -153,3 +153,33 @@ async def test_an_unchanged_endpoint_is_not_refused_by_the_guard(client: Any, ws
     )
     answer = await ok(await apply(client, ws, made["blueprint"]["id"], dry_run=False))
     assert {r["action"] for r in answer["plan"]} == {"unchanged"}
+
+
+async def test_what_was_deleted_since_a_rule_was_saved_is_left_out(client: Any, ws: Any) -> None:
+    h = ws.headers
+    keep = await ok(await client.post("/api/v1/tags", headers=h, json={"name": "Keep"}), 201)
+    gone = await ok(await client.post("/api/v1/tags", headers=h, json={"name": "Gone"}), 201)
+    old = await ok(await client.post("/api/v1/lists", headers=h, json={"name": "Old"}), 201)
+    rules = {
+        "match": "all",
+        "conditions": [
+            {"field": "tags", "op": "has_any", "value": [keep["tag"]["id"], gone["tag"]["id"]]},
+            {"field": "lists", "op": "member", "value": old["list"]["id"]},
+        ],
+    }
+    await ok(
+        await client.post("/api/v1/segments", headers=h, json={"name": "S", "rules": rules}), 201
+    )
+    await ok(await client.delete(f"/api/v1/tags/{gone['tag']['id']}", headers=h))
+    await ok(await client.delete(f"/api/v1/lists/{old['list']['id']}", headers=h))
+    made = await ok(
+        await client.post(
+            "/api/v1/blueprints", headers=h, json={"name": "B", "include": ["tags", "segments"]}
+        ),
+        201,
+    )
+    document = await ok(
+        await client.get(f"/api/v1/blueprints/{made['blueprint']['id']}/document", headers=h)
+    )
+    [segment] = document["parts"]["segments"]
+    assert segment["rules"]["conditions"] == [{"field": "tags", "op": "has_any", "value": ["Keep"]}]

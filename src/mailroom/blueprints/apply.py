@@ -163,9 +163,7 @@ def _comparable(part: Part, obj: dict[str, Any]) -> dict[str, Any]:
     if part.key_field in shown:
         shown[part.key_field] = match(part.name, shown[part.key_field])
     if "rules" in shown:
-        shown["rules"] = map_rule(
-            shown["rules"], lambda v, _p: name_key(v), lambda v, _p: name_key(v)
-        )
+        shown["rules"] = map_rule(shown["rules"], lambda _kind, v, _p: name_key(v))
     return shown
 
 

@@ -107,39 +107,50 @@ async def load_refs(ctx: Context) -> Refs:
 # --- segment rules: ids <-> names ------------------------------------------------------------
 
 
-def map_rule(rule: Any, tag: Callable[[str, str], Any], one_list: Callable[[str, str], Any]) -> Any:
-    """The rule with each tag and list reference passed through `tag(value, path)` /
-    `one_list(value, path)` (paths as the segment API names them: `conditions[0].value[1]`)."""
+Rename = Callable[[str, str, str], Any]  # (kind, value, path) -> the value to put, or None
+
+
+def map_rule(rule: Any, rename: Rename) -> Any:
+    """The rule with each reference passed through `rename(kind, value, path)`: the tags of a
+    tags condition, the list of a lists condition, the campaign of an activity condition (paths
+    as the segment API names them: `conditions[0].value[1]`). None drops a tag from its
+    condition, and a condition left naming nothing (an object deleted since) from its group."""
 
     def walk(node: Any, path: str) -> Any:
         if not isinstance(node, dict):
             return node
         if "conditions" in node and isinstance(node["conditions"], list):
             inner = [walk(c, f"{path}conditions[{i}].") for i, c in enumerate(node["conditions"])]
-            return {**node, "conditions": inner}
+            return {**node, "conditions": [c for c in inner if c is not None]}
         value, where = node.get("value"), f"{path}value"
         if node.get("field") == "tags" and isinstance(value, list):
-            named = [tag(v, f"{where}[{i}]") for i, v in enumerate(value)]
-            return {**node, "value": [n for n in named if n is not None]}
+            named = [rename("tags", v, f"{where}[{i}]") for i, v in enumerate(value)]
+            kept = [n for n in named if n is not None]
+            return {**node, "value": kept} if kept or not value else None
         if node.get("field") == "lists" and isinstance(value, str):
-            return {**node, "value": one_list(value, where)}
+            named_list = rename("lists", value, where)
+            return None if named_list is None else {**node, "value": named_list}
+        if node.get("field") == "activity" and isinstance(value, dict):
+            campaign = value.get("campaign_id")
+            if isinstance(campaign, str):
+                named_campaign = rename("campaigns", campaign, f"{where}.campaign_id")
+                if named_campaign is None:
+                    return None
+                return {**node, "value": {**value, "campaign_id": named_campaign}}
         return node
 
     return walk(rule, "")
 
 
 def rule_names(rule: Any) -> list[tuple[str, str, str]]:
-    """(path within the rule, kind, name) of every tag and list a document's rule names."""
+    """(path within the rule, kind, name) of every tag, list and campaign a rule names."""
     found: list[tuple[str, str, str]] = []
 
-    def note(kind: str) -> Callable[[str, str], str]:
-        def keep(value: str, path: str) -> str:
-            found.append((path, kind, value))
-            return value
+    def note(kind: str, value: str, path: str) -> str:
+        found.append((path, kind, value))
+        return value
 
-        return keep
-
-    map_rule(rule, note("tags"), note("lists"))
+    map_rule(rule, note)
     return found
 
 
@@ -190,9 +201,7 @@ def map_automation(obj: dict[str, Any], rename: Callable[[str, str, str], Any]) 
             out["field"] = "custom_fields." + str(rename("custom_fields", key, f"{place}.field"))
         if out.get("type") == "condition":
             out["rules"] = map_rule(
-                out.get("rules"),
-                lambda v, p: rename("tags", v, f"{place}.rules.{p}"),
-                lambda v, p: rename("lists", v, f"{place}.rules.{p}"),
+                out.get("rules"), lambda kind, v, p: rename(kind, v, f"{place}.rules.{p}")
             )
             out["yes"] = steps(out.get("yes"), f"{place}.yes")
             out["no"] = steps(out.get("no"), f"{place}.no")

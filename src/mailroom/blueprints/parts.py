@@ -241,8 +241,7 @@ class Segments(Part):
         return [(f"rules.{path}", kind, name) for path, kind, name in rule_names(obj.get("rules"))]
 
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
-        tag_names = await id_names(ctx, "tags")
-        list_names = await id_names(ctx, "lists")
+        names = {kind: await id_names(ctx, kind) for kind in ("tags", "lists", "campaigns")}
         rows = await ctx.session.scalars(
             select(Segment)
             .where(Segment.workspace_id == ctx.workspace_id)
@@ -251,22 +250,15 @@ class Segments(Part):
         found = []
         for row in rows.all():
             shown, _registered = segment_rules.stored(row.rules)
-            # A tag deleted since the rule was saved matches nothing: it is left out, not
-            # carried as an id.
-            named = map_rule(
-                shown,
-                lambda value, _path: tag_names.get(value),
-                lambda value, _path: list_names.get(value, value),
-            )
+            # What was deleted since the rule was saved matches nothing: a tag is left out of
+            # its condition, a condition naming only deleted things out of its group; never an
+            # id in the document.
+            named = map_rule(shown, lambda kind, value, _path: names[kind].get(value))
             found.append({"name": row.name, "rules": named})
         return found
 
     def _with_ids(self, obj: dict[str, Any], refs: Refs) -> dict[str, Any]:
-        rule = map_rule(
-            obj.get("rules"),
-            lambda name, _path: refs.get("tags", name) or name,
-            lambda name, _path: refs.get("lists", name) or name,
-        )
+        rule = map_rule(obj.get("rules"), lambda kind, name, _path: refs.get(kind, name) or name)
         return {"name": obj.get("name"), "rules": rule}
 
     async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:

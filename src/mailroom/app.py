@@ -24,6 +24,7 @@ from mailroom.contacts.api import router as contacts_router
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.assistant_pages import router as dashboard_assistants_router
 from mailroom.dashboard.automation_pages import router as dashboard_automations_router
+from mailroom.dashboard.blueprint_pages import router as dashboard_blueprints_router
 from mailroom.dashboard.campaign_pages import router as dashboard_campaigns_router
 from mailroom.dashboard.consent_pages import router as dashboard_consent_router
 from mailroom.dashboard.contact_pages import router as dashboard_contacts_router
@@ -108,6 +109,7 @@ DASHBOARD_ROUTERS = [
     dashboard_assistants_router,
     dashboard_stores_router,
     dashboard_feeds_router,
+    dashboard_blueprints_router,
 ]
 
 ROUTERS = [

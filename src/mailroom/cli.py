@@ -255,7 +255,10 @@ def create_workspace(
             "plan": acct.plan,
         }
         if blueprint:
-            result["blueprint"] = await _apply_blueprint(db, workspace.id, blueprint)
+            try:
+                result["blueprint"] = await _apply_blueprint(db, workspace.id, blueprint)
+            except ApiError as exc:  # the workspace and its key exist: show them first
+                result["blueprint_error"] = exc.message
         return result
 
     result = _run(lambda: _with_db(work))
@@ -273,7 +276,11 @@ def create_workspace(
         human += f"\nBlueprint {blueprint}: {made} object(s) created"
         for secret in applied.get("secrets", []):
             human += f"\nWebhook   {secret['name']} secret {secret['secret']}   (shown once)"
+    if "blueprint_error" in result:
+        shown["blueprint_error"] = result["blueprint_error"]
     _emit(shown, as_json, human)
+    if "blueprint_error" in result:
+        _fail(result["blueprint_error"])
 
 
 async def _apply_blueprint(db: Database, workspace_id: str, blueprint_id: str) -> dict[str, Any]:

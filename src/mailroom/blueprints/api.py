@@ -25,9 +25,9 @@ from mailroom.web.openapi import errors
 router = APIRouter(prefix="/api/v1/blueprints", tags=["Blueprints"])
 PERMISSIONS_NOTE = (
     "Each part needs its permission family, checked in this order: custom_fields `contacts:*`, "
-    "tags `tags:*`, lists `lists:*`, segments `segments:*`, templates `templates:*`, forms "
-    "`forms:*`, webhooks `webhooks:*`, sending `campaigns:*` (`:read` to capture, `:write` to "
-    "apply); 403 names the first missing."
+    "tags `tags:*`, lists `lists:*`, segments `segments:*`, templates `templates:*`, "
+    "automations `automations:*`, forms `forms:*`, webhooks `webhooks:*`, sending "
+    "`campaigns:*` (`:read` to capture, `:write` to apply); 403 names the first missing."
 )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mailroom.blueprints.document import KIND_NOUN
-from mailroom.blueprints.names import Refs, load_refs, map_rule, match, name_key
+from mailroom.blueprints.names import Refs, load_refs, map_automation, map_rule, match, name_key
 from mailroom.blueprints.parts import PARTS, PERMISSIONS, Part
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
@@ -164,6 +164,16 @@ def _comparable(part: Part, obj: dict[str, Any]) -> dict[str, Any]:
         shown[part.key_field] = match(part.name, shown[part.key_field])
     if "rules" in shown:
         shown["rules"] = map_rule(shown["rules"], lambda _kind, v, _p: name_key(v))
+    # Names inside an object are matched as references are resolved: ignoring case.
+    if part.name == "automations":
+        shown = map_automation(shown, lambda kind, v, _p: match(kind, v))
+    if part.name == "forms" and isinstance(shown.get("list_ids"), list):
+        shown["list_ids"] = [name_key(v) for v in shown["list_ids"]]
+    if part.name == "webhooks" and isinstance(shown.get("filters"), dict):
+        shown["filters"] = {
+            k: [name_key(v) for v in vs] if isinstance(vs, list) else vs
+            for k, vs in shown["filters"].items()
+        }
     return shown
 
 

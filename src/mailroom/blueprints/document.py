@@ -144,6 +144,8 @@ def _objects(part_name: str, raw: Any) -> list[dict[str, Any]]:
             value = obj.get(part.key_field)
             if not isinstance(value, str) or not value.strip():
                 raise ApiError(400, f"{where}.{part.key_field} is required")
+        if part_name == "automations":
+            _step_ids(obj.get("steps"), f"{where}.steps")
         key = match(part_name, part.key(obj))
         if key in seen:
             raise ApiError(
@@ -151,6 +153,20 @@ def _objects(part_name: str, raw: Any) -> list[dict[str, Any]]:
             )
         seen[key] = i
     return [part.normalise(obj) for obj in raw]
+
+
+def _step_ids(steps: Any, path: str) -> None:
+    """Every step carries its id: runs in progress find their step by it, so an apply must
+    not make new ones (400 naming the step without one)."""
+    if not isinstance(steps, list):
+        return
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        if not isinstance(step.get("id"), str) or not step["id"]:
+            raise ApiError(400, f"{path}[{i}].id is required (a step keeps its id)")
+        for branch in ("yes", "no"):
+            _step_ids(step.get(branch), f"{path}[{i}].{branch}")
 
 
 def _no_dangling(parts: dict[str, list[dict[str, Any]]]) -> None:

@@ -187,10 +187,11 @@ def map_automation(obj: dict[str, Any], rename: Callable[[str, str, str], Any]) 
             if isinstance(out.get(key), str):
                 out[key] = rename(kind, out[key], f"{place}.{key}")
         if isinstance(out.get("endpoint_ids"), list):
-            out["endpoint_ids"] = [
+            renamed = [
                 rename("webhooks", v, f"{place}.endpoint_ids[{i}]") if isinstance(v, str) else v
                 for i, v in enumerate(out["endpoint_ids"])
             ]
+            out["endpoint_ids"] = [v for v in renamed if v is not None]
         field_name = out.get("field")
         if (
             out.get("type") == "update_field"

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 
 from mailroom.automations import service as automations
+from mailroom.automations import steps as automation_steps
 from mailroom.blueprints.names import (
     FILTER_KINDS,
     KINDS,
@@ -334,6 +335,21 @@ class Sending(Part):
 
 
 # An automation's references: trigger keys and step keys, and the kind each names.
+def _namer(names: dict[str, dict[str, str]], dead: list[str]) -> Any:
+    """An automation's id -> name rename for capture; notes in `dead` the trigger or step
+    references whose object was deleted since (a condition's or a webhook step's simply drop)."""
+
+    def named(kind: str, value: str, path: str) -> Any:
+        if kind == "custom_fields":
+            return value
+        name = names[kind].get(value)
+        if name is None and ".rules." not in path and ".endpoint_ids" not in path:
+            dead.append(path)
+        return name
+
+    return named
+
+
 class Automations(Part):
     """Automations with their templates, tags, lists, forms, stores, endpoints (by URL) and
     fields named; step ids and labels kept. An applied automation is created paused:
@@ -341,6 +357,32 @@ class Automations(Part):
 
     name = "automations"
     fields = ("name", "trigger", "steps", "allow_reentry", "time_zone")
+
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        def steps(raw: Any) -> Any:
+            if not isinstance(raw, list):
+                return raw
+            return [step(item) for item in raw]
+
+        def step(raw: Any) -> Any:
+            if not isinstance(raw, dict):
+                return raw
+            out = dict(raw)
+            if not out.get("label") and out.get("type") in automation_steps.LABELS:
+                out["label"] = automation_steps.LABELS[out["type"]]
+            if out.get("type") == "condition":
+                rules = out.get("rules")
+                if isinstance(rules, dict) and not rules.get("match"):
+                    out["rules"] = {"match": "all", **rules}
+                out["yes"], out["no"] = steps(out.get("yes") or []), steps(out.get("no") or [])
+            return out
+
+        found = dict(obj)
+        if "steps" in obj:
+            found["steps"] = steps(obj["steps"])
+        if obj.get("allow_reentry") is None and "allow_reentry" in obj:
+            found["allow_reentry"] = False
+        return found
 
     def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
         found: list[tuple[str, str, str]] = []
@@ -364,14 +406,13 @@ class Automations(Part):
         for row in rows.all():
             shown = automations.as_dict(row, {})
             obj = {key: shown[key] for key in self.fields}
-            found.append(
-                map_automation(
-                    obj,
-                    lambda kind, value, _path: (
-                        value if kind == "custom_fields" else names[kind].get(value, value)
-                    ),
-                )
-            )
+            dead: list[str] = []
+            captured = map_automation(obj, _namer(names, dead))
+            # A trigger or step naming something deleted since cannot run anywhere: such an
+            # automation is left out rather than carried with an id. Deleted tags in a
+            # condition and deleted endpoints of a webhook step are left out of them.
+            if not dead:
+                found.append(captured)
         return found
 
     def _body(self, obj: dict[str, Any], refs: Refs) -> dict[str, Any]:
@@ -401,13 +442,38 @@ class Forms(Part):
     name = "forms"
     fields = ("double_opt_in", "success_message", "redirect_url", "consent_text", "languages")
 
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        found = dict(obj)
+        items = obj.get("fields")
+        if isinstance(items, list) and all(isinstance(i, dict) for i in items):
+            shaped = [
+                {**item, "required": bool(item.get("required")) or item.get("key") == "email"}
+                for item in items
+            ]
+            if not any(i.get("key") == "email" for i in shaped):
+                shaped.insert(0, {"key": "email", "required": True})
+            found["fields"] = [{k: v for k, v in i.items() if v is not None} for i in shaped]
+        if isinstance(obj.get("list_ids"), list):
+            found["list_ids"] = list(dict.fromkeys(obj["list_ids"]))
+        if isinstance(obj.get("languages"), list):
+            found["languages"] = [
+                v.lower() if isinstance(v, str) else v for v in dict.fromkeys(obj["languages"])
+            ]
+        for key in ("success_message", "redirect_url", "consent_text"):
+            if obj.get(key) == "":
+                found[key] = None
+        if obj.get("double_opt_in") is None and "double_opt_in" in obj:
+            found["double_opt_in"] = False
+        return found
+
     def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
         found: list[tuple[str, str, str]] = []
-        for i, item in enumerate(obj.get("fields") or []):
+        fields, lists_named = obj.get("fields"), obj.get("list_ids")
+        for i, item in enumerate(fields if isinstance(fields, list) else []):
             key = item.get("key") if isinstance(item, dict) else None
             if isinstance(key, str) and key not in forms.BUILT_IN:
                 found.append((f"fields[{i}].key", "custom_fields", key))
-        for i, name in enumerate(obj.get("list_ids") or []):
+        for i, name in enumerate(lists_named if isinstance(lists_named, list) else []):
             found.append((f"list_ids[{i}]", "lists", name))
         return found
 
@@ -421,7 +487,7 @@ class Forms(Part):
             obj: dict[str, Any] = {
                 "name": row.name,
                 "fields": [{k: v for k, v in item.items() if v is not None} for item in row.fields],
-                "list_ids": [list_names.get(i, i) for i in row.list_ids],
+                "list_ids": [list_names[i] for i in row.list_ids if i in list_names],
             }
             obj.update({f: getattr(row, f) for f in self.fields})
             found.append(obj)
@@ -453,6 +519,24 @@ class Webhooks(Part):
     key_field = "url"
     fields = ("url", "description", "event_types", "filters", "enabled", "channel")
 
+    def normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        found = dict(obj)
+        if isinstance(obj.get("url"), str):
+            found["url"] = obj["url"].strip()
+        if "description" in obj:
+            found["description"] = text_or_empty(obj["description"])
+        if isinstance(obj.get("event_types"), list):
+            found["event_types"] = list(dict.fromkeys(obj["event_types"]))
+        if isinstance(obj.get("filters"), dict):
+            found["filters"] = {
+                k: list(dict.fromkeys(v)) if isinstance(v, list) else v
+                for k, v in obj["filters"].items()
+                if v != []
+            }
+        if obj.get("enabled") is None:
+            found["enabled"] = True
+        return found
+
     def references(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
         filters = obj.get("filters")
         if not isinstance(filters, dict):
@@ -474,9 +558,14 @@ class Webhooks(Part):
         found = []
         for row in rows.all():
             filters = {
-                key: [names[FILTER_KINDS[key]].get(i, i) for i in ids]
+                key: kept
                 for key, ids in (row.filters or {}).items()
-                if key in FILTER_KINDS and ids
+                if key in FILTER_KINDS
+                and (
+                    kept := [
+                        names[FILTER_KINDS[key]][i] for i in ids if i in names[FILTER_KINDS[key]]
+                    ]
+                )
             }
             found.append(
                 {

@@ -182,6 +182,11 @@ STATE_RULES: list[tuple[str, str, str]] = [
         "schema (an object) does not describe",
     ),
     (
+        r"(PATCH|DELETE) /api/v1/blueprints/\{id\}",
+        r"^Starter blueprints cannot be changed",
+        "the starters are listed with the account's blueprints; which id is one is state",
+    ),
+    (
         r"POST /api/v1/blueprints/\{id\}/apply",
         r"^Blueprint conflicts with this workspace$",
         "whether a blueprint fits depends on what the workspace holds",

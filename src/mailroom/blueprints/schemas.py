@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from mailroom.blueprints.parts import PART_NAMES, SUPPORTED
-from mailroom.core.loose import Doc, body_config, name_field, text
+from mailroom.core.loose import Doc, body_config, name_field, nullable, text
 from mailroom.core.pagination import Pagination
 
 INCLUDE = {
@@ -15,7 +15,7 @@ INCLUDE = {
     "items": {"type": "string", "enum": list(SUPPORTED)},
     "description": "Parts to capture (default: all). Parts: " + ", ".join(PART_NAMES) + ".",
 }
-DESCRIPTION = text(1000)
+DESCRIPTION = nullable(text(1000))  # null: no description
 
 
 class BlueprintCreate(BaseModel):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -24,7 +23,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
-from starlette.types import Message, Receive
 
 from mailroom.blueprints import service
 from mailroom.blueprints.parts import PART_NAMES, PARTS, PERMISSIONS
@@ -36,7 +34,7 @@ from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, 
 from mailroom.models import Blueprint, Workspace
 from mailroom.people import sessions
 from mailroom.web.deps import get_db
-from mailroom.web.uploads import MULTIPART_OVERHEAD
+from mailroom.web.uploads import MULTIPART_OVERHEAD, BodyTooLarge, capped_receive
 
 router = APIRouter(include_in_schema=False)
 PATH = "/app/blueprints"
@@ -76,10 +74,6 @@ CONFLICTED = (
     "The plan has conflicts: nothing can be applied until they are resolved in this "
     "workspace (each conflict row says why)."
 )
-
-
-class BodyTooLarge(Exception):
-    """The upload's body passed its cap while it was read."""
 
 
 # ---------------------------------------------------------------- what the pages show
@@ -316,20 +310,6 @@ async def _document_of(form: dict[str, Any], cap: int) -> Any:
     return raw
 
 
-def _capped(receive: Receive, cap: int) -> Callable[[], Awaitable[Message]]:
-    received = 0
-
-    async def capped_receive() -> Message:
-        nonlocal received
-        message = await receive()
-        received += len(message.get("body", b""))
-        if received > cap:
-            raise BodyTooLarge()
-        return message
-
-    return capped_receive
-
-
 @router.post(PATH + "/import", openapi_extra=UPLOAD_BODY)
 async def import_blueprint(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
@@ -352,7 +332,7 @@ async def import_blueprint(request: Request) -> Response:
     if declared.isdigit() and int(declared) > cap:
         return too_large
     try:
-        return await as_visitor(Request(request.scope, _capped(request.receive, cap)), work)
+        return await as_visitor(Request(request.scope, capped_receive(request.receive, cap)), work)
     except BodyTooLarge:
         return too_large
 

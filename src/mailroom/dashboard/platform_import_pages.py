@@ -21,14 +21,12 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.datastructures import UploadFile
-from starlette.types import Message, Receive
 
 from mailroom.contacts.importer import MAX_BYTES
 from mailroom.core.context import Context
@@ -41,7 +39,7 @@ from mailroom.models import PlatformImport
 from mailroom.people import sessions
 from mailroom.platform_imports import service
 from mailroom.settings import Settings
-from mailroom.web.uploads import MULTIPART_OVERHEAD
+from mailroom.web.uploads import MULTIPART_OVERHEAD, BodyTooLarge, capped_receive
 
 router = APIRouter(include_in_schema=False)
 PATH = "/app/imports/platform"
@@ -98,10 +96,6 @@ GONE = (
     "day): check again from the form."
 )
 STARTED = "The import has started: the contacts are written as the worker goes."
-
-
-class BodyTooLarge(Exception):
-    """The upload's body passed BODY_CAP while it was read."""
 
 
 # ---------------------------------------------------------------- what a check keeps
@@ -392,20 +386,6 @@ async def _start_check(
     return job, record | {"origin": "api", "api": details}, None
 
 
-def _capped(receive: Receive) -> Callable[[], Awaitable[Message]]:
-    received = 0
-
-    async def capped_receive() -> Message:
-        nonlocal received
-        message = await receive()
-        received += len(message.get("body", b""))
-        if received > BODY_CAP:
-            raise BodyTooLarge()
-        return message
-
-    return capped_receive
-
-
 # ---------------------------------------------------------------- the pages
 
 
@@ -445,7 +425,9 @@ async def start_check(request: Request) -> Response:
     if declared.isdigit() and int(declared) > BODY_CAP:
         return too_large
     try:
-        return await as_visitor(Request(request.scope, _capped(request.receive)), work)
+        return await as_visitor(
+            Request(request.scope, capped_receive(request.receive, BODY_CAP)), work
+        )
     except BodyTooLarge:
         return too_large
 

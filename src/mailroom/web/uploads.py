@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fastapi import Request
 from starlette.datastructures import UploadFile
-from starlette.types import Message
+from starlette.types import Message, Receive
 
 from mailroom.core.errors import ApiError
 
@@ -19,6 +20,26 @@ class Upload:
     filename: str
     content_type: str
     fields: dict[str, str]
+
+
+class BodyTooLarge(Exception):
+    """An upload's body passed its cap while it was read (`capped_receive`)."""
+
+
+def capped_receive(receive: Receive, cap: int) -> Callable[[], Awaitable[Message]]:
+    """`receive` counting what actually arrives, raising BodyTooLarge past `cap` bytes (the
+    declared length may be absent or false): pages that read a form themselves use it."""
+    received = 0
+
+    async def capped() -> Message:
+        nonlocal received
+        message = await receive()
+        received += len(message.get("body", b""))
+        if received > cap:
+            raise BodyTooLarge()
+        return message
+
+    return capped
 
 
 def is_multipart(request: Request) -> bool:

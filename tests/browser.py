@@ -59,8 +59,11 @@ async def browser() -> AsyncIterator[Any]:
     if reason:
         print(f"\nskipping a browser test: {reason}", file=sys.stderr)
         pytest.skip(reason)
-    from playwright.async_api import async_playwright
+    from playwright.async_api import async_playwright, expect
 
+    # Retrying assertions wait up to 15 s, not Playwright's 5: on a 2-core machine running the
+    # suite in two workers beside the browser, a frame's second load can take longer than 5 s.
+    expect.set_options(timeout=15_000)
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(executable_path=CHROMIUM)
         try:

@@ -46,6 +46,7 @@ from mailroom.dashboard.store_pages import router as dashboard_stores_router
 from mailroom.dashboard.suppression_pages import router as dashboard_suppressions_router
 from mailroom.dashboard.template_pages import router as dashboard_templates_router
 from mailroom.dashboard.webhook_pages import router as dashboard_webhooks_router
+from mailroom.dashboard.workspace_pages import router as dashboard_workspaces_router
 from mailroom.db import Database
 from mailroom.domains.api import router as domains_router
 from mailroom.ecommerce.api import router as ecommerce_router
@@ -110,6 +111,7 @@ DASHBOARD_ROUTERS = [
     dashboard_stores_router,
     dashboard_feeds_router,
     dashboard_blueprints_router,
+    dashboard_workspaces_router,
 ]
 
 ROUTERS = [

@@ -180,3 +180,39 @@ async def test_the_cli_shows_the_key_when_the_blueprint_is_refused(cli_env: Any)
     assert (
         body["api_key"].startswith("mr_live_") and "Blueprint not found" in body["blueprint_error"]
     )
+
+
+async def test_an_update_field_step_names_its_field_with_or_without_the_prefix(
+    client: Any, factory: Any
+) -> None:
+    """The automation service reads `plan` as `custom_fields.plan`: so does the blueprint (a
+    reference checked on import, unchanged on a second apply)."""
+    ws = await factory.workspace(listen=False)
+    automation = {
+        "name": "Mark",
+        "trigger": {"type": "contact_created"},
+        "steps": [{"id": "s1", "type": "update_field", "field": "plan", "value": "Pro"}],
+    }
+    dangling = await imported(client, ws, {"automations": [automation]})
+    assert dangling.status_code == 400
+    assert dangling.json()["error"] == (
+        "parts.automations[0].steps[0].field: custom field 'plan' is not in the blueprint "
+        "(add it to parts.custom_fields)"
+    )
+    made = await ok(
+        await imported(
+            client,
+            ws,
+            {"custom_fields": [{"key": "plan", "type": "text"}], "automations": [automation]},
+        ),
+        201,
+    )
+    first = await apply(client, ws, made["blueprint"]["id"], dry_run=False)
+    assert [r["action"] for r in first["plan"]] == ["create", "create"]
+    again = await apply(client, ws, made["blueprint"]["id"], dry_run=False)
+    assert [r["action"] for r in again["plan"]] == ["unchanged", "unchanged"]
+    [listed] = (await ok(await client.get("/api/v1/automations", headers=ws.headers)))[
+        "automations"
+    ]
+    shown = await ok(await client.get(f"/api/v1/automations/{listed['id']}", headers=ws.headers))
+    assert shown["automation"]["steps"][0]["field"] == "custom_fields.plan"

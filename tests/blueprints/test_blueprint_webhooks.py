@@ -118,3 +118,96 @@ async def test_the_plans_endpoint_cap_refuses_and_changes_nothing(
     )
     assert (await ok(await client.get("/api/v1/webhooks", headers=free.headers)))["webhooks"] == []
     assert (await ok(await client.get("/api/v1/tags", headers=free.headers)))["tags"] == []
+
+
+async def test_an_endpoint_scoped_to_deleted_objects_only_is_left_out(
+    client: Any, factory: Any, allow_loopback: Any
+) -> None:
+    """Its filter matches nothing now: carried without it, it would receive every event."""
+    ws = await factory.workspace(listen=False)
+    h = ws.headers
+    keep = await ok(await client.post("/api/v1/lists", headers=h, json={"name": "Keep"}), 201)
+    gone = await ok(await client.post("/api/v1/lists", headers=h, json={"name": "Gone"}), 201)
+    events = ["contact.list_joined"]
+    for path, ids in (("kept", [keep, gone]), ("dead", [gone])):
+        hook = {
+            "url": f"http://127.0.0.1:9/{path}",
+            "event_types": events,
+            "filters": {"list_ids": [i["list"]["id"] for i in ids]},
+        }
+        await ok(await client.post("/api/v1/webhooks", headers=h, json=hook), 201)
+    await ok(await client.delete(f"/api/v1/lists/{gone['list']['id']}", headers=h))
+    made = await ok(
+        await client.post(
+            "/api/v1/blueprints", headers=h, json={"name": "B", "include": ["lists", "webhooks"]}
+        ),
+        201,
+    )
+    doc = await ok(
+        await client.get(f"/api/v1/blueprints/{made['blueprint']['id']}/document", headers=h)
+    )
+    assert doc["parts"]["webhooks"] == [
+        {
+            "url": "http://127.0.0.1:9/kept",
+            "description": "",
+            "event_types": events,
+            "filters": {"list_ids": ["Keep"]},
+            "enabled": True,
+            "channel": "server",
+        }
+    ]
+
+
+async def test_two_endpoints_of_one_url_capture_the_oldest_and_the_document_imports(
+    client: Any, factory: Any, allow_loopback: Any
+) -> None:
+    ws = await factory.workspace(listen=False)
+    h = ws.headers
+    for events in (["contact.created"], ["contact.deleted"]):
+        hook = {"url": "http://127.0.0.1:9/same", "event_types": events}
+        await ok(await client.post("/api/v1/webhooks", headers=h, json=hook), 201)
+    made = await ok(
+        await client.post(
+            "/api/v1/blueprints", headers=h, json={"name": "B", "include": ["webhooks"]}
+        ),
+        201,
+    )
+    doc = await ok(
+        await client.get(f"/api/v1/blueprints/{made['blueprint']['id']}/document", headers=h)
+    )
+    assert [(e["url"], e["event_types"]) for e in doc["parts"]["webhooks"]] == [
+        ("http://127.0.0.1:9/same", ["contact.created"])
+    ]
+    # What a capture makes, an import takes back.
+    await ok(await client.post("/api/v1/blueprints/import", headers=h, json=doc), 201)
+
+
+async def test_an_update_is_not_refused_for_a_url_the_guard_now_refuses(
+    client: Any, factory: Any, settings: Any
+) -> None:
+    """An update keeps the endpoint's URL (it never writes it): only creating is guarded."""
+    settings.webhook_allow_networks = ["127.0.0.0/8"]
+    ws = await factory.workspace(listen=False)
+    h = ws.headers
+    url = "http://127.0.0.1:9/crm"
+    hook = {"url": url, "event_types": ["contact.created"]}
+    await ok(await client.post("/api/v1/webhooks", headers=h, json=hook), 201)
+    doc = {
+        "mailroom_blueprint": 1,
+        "name": "Hooks",
+        "parts": {
+            "webhooks": [{"url": url, "event_types": ["contact.created", "contact.deleted"]}]
+        },
+    }
+    made = await ok(await client.post("/api/v1/blueprints/import", headers=h, json=doc), 201)
+    settings.webhook_allow_networks = []  # 127.0.0.1 is refused from now on
+    applied = await ok(
+        await client.post(
+            f"/api/v1/blueprints/{made['blueprint']['id']}/apply",
+            headers=h,
+            json={"dry_run": False, "on_conflict": "update"},
+        )
+    )
+    assert [(r["name"], r["action"]) for r in applied["plan"]] == [(url, "update")]
+    [endpoint] = (await ok(await client.get("/api/v1/webhooks", headers=h)))["webhooks"]
+    assert endpoint["event_types"] == ["contact.created", "contact.deleted"]

@@ -12,6 +12,7 @@ apply would (a refusal is the same 400 naming the object), and nothing stays.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,25 +48,32 @@ def check_write(ctx: Context, document: dict[str, Any]) -> None:
 
 
 async def check_urls(ctx: Context, document: dict[str, Any]) -> dict[str, str | ApiError]:
-    """Every webhook URL's verdict from the outbound guard (DNS: call it before the
-    transaction opens): URL -> the URL as passed, or the refusal. Only the endpoints the plan
-    creates or updates are refused for it (`_refuse_urls`)."""
-    verdicts: dict[str, str | ApiError] = {}
-    for obj in document["parts"].get("webhooks", []):
-        url = str(obj.get("url"))
+    """Every webhook URL's verdict from the outbound guard (DNS, the names resolved side by
+    side: call it before the transaction opens): URL -> the URL as passed, or the refusal.
+    Only the endpoints the plan creates are refused for it (`_refuse_urls`)."""
+
+    async def verdict(url: Any) -> str | ApiError:
         try:
-            verdicts[url] = await webhooks.check_url(ctx, obj.get("url"))
+            return await webhooks.check_url(ctx, url)
         except ApiError as exc:
-            verdicts[url] = exc
-    return verdicts
+            return exc
+
+    urls = list(dict.fromkeys(obj.get("url") for obj in document["parts"].get("webhooks", [])))
+    found = await asyncio.gather(*(verdict(url) for url in urls))
+    return {str(url): answer for url, answer in zip(urls, found, strict=True)}
 
 
 def _refuse_urls(steps: list[Step], verdicts: dict[str, str | ApiError]) -> dict[str, str]:
-    """400 `webhooks[<i>].url is not allowed: ...` for the first endpoint to write whose URL
-    the guard refused; else the passed URLs."""
+    """400 `webhooks[<i>].url is not allowed: ...` for the first endpoint to create whose URL
+    the guard refused (an update keeps the endpoint's URL: it never writes it); else the
+    passed URLs."""
     for step in steps:
         verdict = verdicts.get(step.part.key(step.obj))
-        if step.part.name == "webhooks" and isinstance(verdict, ApiError):
+        if (
+            step.part.name == "webhooks"
+            and step.action == "create"
+            and isinstance(verdict, ApiError)
+        ):
             raise ApiError(verdict.status, f"webhooks[{step.index}].{verdict.message}")
     return {url: v for url, v in verdicts.items() if isinstance(v, str)}
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailroom.automations.steps import NAME_FIELDS
 from mailroom.core.context import Context
 from mailroom.core.text import fold
 from mailroom.models import (
@@ -196,8 +197,10 @@ def map_automation(obj: dict[str, Any], rename: Callable[[str, str, str], Any]) 
         if (
             out.get("type") == "update_field"
             and isinstance(field_name, str)
-            and field_name.startswith("custom_fields.")
+            and field_name not in NAME_FIELDS
         ):
+            # As the automation service reads it: any other name is a custom field's key,
+            # with or without its `custom_fields.` prefix.
             key = field_name.removeprefix("custom_fields.")
             out["field"] = "custom_fields." + str(rename("custom_fields", key, f"{place}.field"))
         if out.get("type") == "condition":

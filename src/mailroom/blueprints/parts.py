@@ -370,6 +370,14 @@ class Automations(Part):
             out = dict(raw)
             if not out.get("label") and out.get("type") in automation_steps.LABELS:
                 out["label"] = automation_steps.LABELS[out["type"]]
+            field = out.get("field")
+            if (
+                out.get("type") == "update_field"
+                and isinstance(field, str)
+                and field not in automation_steps.NAME_FIELDS
+                and not field.startswith("custom_fields.")
+            ):
+                out["field"] = f"custom_fields.{field}"  # as the service stores it
             if out.get("type") == "condition":
                 rules = out.get("rules")
                 if isinstance(rules, dict) and not rules.get("match"):
@@ -555,18 +563,21 @@ class Webhooks(Part):
             .where(WebhookEndpoint.workspace_id == ctx.workspace_id)
             .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
         )
-        found = []
+        found: list[dict[str, Any]] = []
+        seen: set[str] = set()
         for row in rows.all():
             filters = {
-                key: kept
+                key: [names[FILTER_KINDS[key]][i] for i in ids if i in names[FILTER_KINDS[key]]]
                 for key, ids in (row.filters or {}).items()
-                if key in FILTER_KINDS
-                and (
-                    kept := [
-                        names[FILTER_KINDS[key]][i] for i in ids if i in names[FILTER_KINDS[key]]
-                    ]
-                )
+                if key in FILTER_KINDS and ids
             }
+            # A dimension whose every object was deleted since matches nothing: carried
+            # without it the endpoint would receive every event, so it is left out (as an
+            # automation naming a deleted object is). Of two endpoints of one URL (the URL
+            # names an endpoint in a document) the oldest is carried.
+            if not all(filters.values()) or row.url in seen:
+                continue
+            seen.add(row.url)
             found.append(
                 {
                     "url": row.url,

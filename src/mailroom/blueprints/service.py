@@ -182,6 +182,22 @@ async def apply_blueprint(
     )
 
 
+async def url_verdicts(ctx: Context, document: dict[str, Any]) -> dict[str, str | ApiError]:
+    """The document's webhook URLs through the guard (DNS): before any transaction opens."""
+    return await applying.check_urls(ctx, document)
+
+
+async def set_up_new_workspace(
+    ctx: Context, document: dict[str, Any], verdicts: dict[str, str | ApiError]
+) -> dict[str, Any]:
+    """Apply a document for real to the workspace just made in this unit of work (the
+    dashboard's "New workspace" from a blueprint), as `apply_blueprint` with `dry_run` false
+    and `on_conflict` skip; `verdicts` from `url_verdicts`, taken before the transaction."""
+    return await applying.apply(
+        ctx, document, dry_run=False, on_conflict="skip", url_verdicts=verdicts
+    )
+
+
 def as_dict(blueprint: Blueprint) -> dict[str, Any]:
     parts = blueprint.document.get("parts", {})
     return {

@@ -129,7 +129,7 @@ def _contents(document: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _plan_view(answer: dict[str, Any], on_conflict: str, problem: str = "") -> dict[str, Any]:
+def plan_view(answer: dict[str, Any], on_conflict: str, problem: str = "") -> dict[str, Any]:
     """An apply's answer (or a 409's plan) as the page shows it."""
     rows = [{**row, "label": PART_LABELS.get(row["part"], row["part"])} for row in answer["plan"]]
     counts = {action: 0 for action in ACTIONS}
@@ -467,7 +467,7 @@ async def apply_blueprint(blueprint_id: str, request: Request) -> Response:
             plan = None
             if refused_plan is not None:
                 shown = {"dry_run": False, "applied": False, "plan": refused_plan}
-                plan = _plan_view(shown, on_conflict, problem.message)
+                plan = plan_view(shown, on_conflict, problem.message)
             return await _blueprint_page(
                 visitor,
                 ctx,
@@ -480,6 +480,6 @@ async def apply_blueprint(blueprint_id: str, request: Request) -> Response:
         if answer["applied"]:
             audit_write(ctx, request, "apply_blueprint", blueprint_id, 200)
         blueprint = await service.get_blueprint(ctx, blueprint_id)
-        return await _blueprint_page(visitor, ctx, blueprint, plan=_plan_view(answer, on_conflict))
+        return await _blueprint_page(visitor, ctx, blueprint, plan=plan_view(answer, on_conflict))
 
     return await as_visitor(request, work)

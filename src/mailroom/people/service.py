@@ -22,6 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from mailroom.accounts import service as accounts
 from mailroom.core import tokens
 from mailroom.core.auth import PERMISSIONS, Principal
 from mailroom.core.clock import utcnow
@@ -104,6 +105,34 @@ async def set_role(session: AsyncSession, person: Person, workspace_id: str, rol
     else:
         member.role = role
     await session.flush()
+
+
+WORKSPACE_NAME_MAX = 100
+
+
+async def open_workspace(
+    session: AsyncSession, person: Person, account_id: str, name: Any
+) -> Workspace:
+    """A new workspace in the account, with `person` its admin (the dashboard's "New
+    workspace": its admin acts under the same account and plan). The name is required and, so
+    the switcher tells them apart, not one the account's workspaces already have."""
+    clean = " ".join(str(name or "").split())
+    if not clean:
+        raise ApiError(400, "Name the workspace.")
+    if len(clean) > WORKSPACE_NAME_MAX:
+        raise ApiError(400, f"A workspace name can be up to {WORKSPACE_NAME_MAX} characters.")
+    taken = await session.scalar(
+        select(Workspace.id).where(
+            Workspace.account_id == account_id, func.lower(Workspace.name) == clean.lower()
+        )
+    )
+    if taken is not None:
+        raise ApiError(409, f"This account already has a workspace named “{clean}”.")
+    _account, workspace = await accounts.create_workspace(
+        session, account_id=account_id, name=clean
+    )
+    await set_role(session, person, workspace.id, "admin")
+    return workspace
 
 
 async def joined(session: AsyncSession, person_id: str, workspace_id: str | None) -> None:

@@ -211,3 +211,46 @@ async def test_an_update_is_not_refused_for_a_url_the_guard_now_refuses(
     assert [(r["name"], r["action"]) for r in applied["plan"]] == [(url, "update")]
     [endpoint] = (await ok(await client.get("/api/v1/webhooks", headers=h)))["webhooks"]
     assert endpoint["event_types"] == ["contact.created", "contact.deleted"]
+
+
+async def test_the_plan_sees_a_targets_endpoint_scoped_to_deleted_objects(
+    client: Any, factory: Any, allow_loopback: Any
+) -> None:
+    """Not a `create` beside it (two endpoints of one URL): other content, skipped or updated;
+    with two of one URL, the oldest is the one compared and written, so a second apply is
+    all unchanged."""
+    ws = await factory.workspace(listen=False)
+    h = ws.headers
+    url = "http://127.0.0.1:9/crm"
+    gone = await ok(await client.post("/api/v1/lists", headers=h, json={"name": "Gone"}), 201)
+    dead = {
+        "url": url,
+        "event_types": ["contact.created"],
+        "filters": {"list_ids": [gone["list"]["id"]]},
+    }
+    await ok(await client.post("/api/v1/webhooks", headers=h, json=dead), 201)
+    await ok(await client.delete(f"/api/v1/lists/{gone['list']['id']}", headers=h))
+    doc = {
+        "mailroom_blueprint": 1,
+        "name": "Hooks",
+        "parts": {"webhooks": [{"url": url, "event_types": ["contact.created"], "filters": {}}]},
+    }
+    made = await ok(await client.post("/api/v1/blueprints/import", headers=h, json=doc), 201)
+    apply_url = f"/api/v1/blueprints/{made['blueprint']['id']}/apply"
+    skipped = await ok(await client.post(apply_url, headers=h, json={"dry_run": False}))
+    assert [(r["name"], r["action"]) for r in skipped["plan"]] == [(url, "skip")]
+    assert len((await ok(await client.get("/api/v1/webhooks", headers=h)))["webhooks"]) == 1
+
+    # A newer endpoint of the same URL, live: the oldest is still the one compared.
+    newer = {"url": url, "event_types": ["contact.deleted"]}
+    await ok(await client.post("/api/v1/webhooks", headers=h, json=newer), 201)
+    body = {"dry_run": False, "on_conflict": "update"}
+    updated = await ok(await client.post(apply_url, headers=h, json=body))
+    assert [(r["name"], r["action"]) for r in updated["plan"]] == [(url, "update")]
+    again = await ok(await client.post(apply_url, headers=h, json=body))
+    assert [(r["name"], r["action"]) for r in again["plan"]] == [(url, "unchanged")]
+    hooks = (await ok(await client.get("/api/v1/webhooks", headers=h)))["webhooks"]
+    assert sorted((w["event_types"], w["filters"]) for w in hooks) == [
+        (["contact.created"], {}),
+        (["contact.deleted"], {}),
+    ]

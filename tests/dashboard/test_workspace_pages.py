@@ -8,17 +8,28 @@ already the account's, a blueprint unknown or another account's, a blueprint the
 
 from __future__ import annotations
 
+import asyncio
 import re
 from contextlib import aclosing
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from mailroom.accounts import service as accounts
-from mailroom.models import AuditEntry, Person, Workspace, WorkspaceMember
+from mailroom.core.context import Context
+from mailroom.models import AuditEntry, Blueprint, Person, Workspace, WorkspaceMember
+from mailroom.sending import service as sending
 from tests.dashboard.helpers import csrf_of, form_values, signed_in
-from tests.dashboard.test_blueprint_pages import alerts, ok, part_of, plan_rows, text_of
+from tests.dashboard.test_blueprint_pages import (
+    alerts,
+    ok,
+    part_of,
+    plan_rows,
+    switch_to,
+    text_of,
+)
 
 NEW = "/app/workspaces/new"
 ADA = "ada@shop.example"
@@ -271,3 +282,92 @@ async def test_a_member_has_no_link_and_is_refused(app, db, settings, ws):
         )
         assert refused.status_code == 403
     assert len(await workspaces_of_account(db, ws.account_id)) == 1
+
+
+async def test_names_are_compared_as_names_and_never_twice_at_once(app, db, settings, ws, factory):
+    """Case (unicode-aware) and inner whitespace ignored; invisible characters dropped; four
+    posts of one name at once make one workspace (the check and the insert are one step)."""
+    await factory.workspace(account_id=ws.account_id, name="ÉCOLE  Straße", listen=False)
+    ada = await signed_in(app, db, settings, ws, ADA)
+    async with aclosing(ada):
+        answer = await create(ada, name="école strasse")
+        assert answer.status_code == 409
+        assert alerts(answer.text) == [
+            "This account already has a workspace named “école strasse”."
+        ]
+        for invisible in ("\u200b", "\x00\t", "\u200e \u2060"):
+            answer = await create(ada, name=invisible)
+            assert (answer.status_code, alerts(answer.text)) == (400, ["Name the workspace."])
+        answer = await create(ada, name="Night\x00 \u200bshop")
+        assert answer.status_code == 303
+        page = await ada.get(NEW)
+        token = csrf_of(page.text)
+        answers = await asyncio.gather(
+            *(ada.post("/app/workspaces", data={"csrf": token, "name": "Twin"}) for _ in range(4))
+        )
+    assert sorted(a.status_code for a in answers) == [303, 409, 409, 409]
+    names = [n for _w, n in await workspaces_of_account(db, ws.account_id)]
+    assert names == ["", "ÉCOLE  Straße", "Night shop", "Twin"]
+
+
+@pytest.mark.parametrize(
+    ("by", "words"), [("operator", "by the operator"), ("health", "for its delivery health")]
+)
+async def test_no_new_workspace_while_the_account_is_paused(app, db, settings, ws, by, words):
+    """A new workspace is no way around a pause of the operator or of the health check (a
+    workspace's own pause is its own business)."""
+    async with db.transaction() as session:
+        principal = await accounts.principal_for_workspace(session, ws.workspace_id)
+        ctx = Context(session, principal, settings)
+        await sending.pause(ctx, by="workspace")
+    ada = await signed_in(app, db, settings, ws, ADA)
+    async with aclosing(ada):
+        assert (await create(ada, name="Own pause is fine")).status_code == 303
+        async with db.transaction() as session:
+            principal = await accounts.principal_for_workspace(session, ws.workspace_id)
+            ctx = Context(session, principal, settings)
+            reason = "operator" if by == "operator" else "bounce_rate"
+            await sending.pause(ctx, by=by, reason=reason, note="spam complaints")
+        await switch_to(ada, ws.workspace_id)
+        answer = await create(ada, name="Escape")
+    assert answer.status_code == 403
+    workspace_name = f"Workspace {ws.workspace_id[:8]}"
+    assert alerts(answer.text) == [
+        f"Sending is paused in “{workspace_name}” ({words}): a new workspace can be opened "
+        "once it resumes."
+    ]
+    assert [n for _w, n in await workspaces_of_account(db, ws.account_id)] == [
+        "",
+        "Own pause is fine",
+    ]
+
+
+async def test_an_older_blueprint_linked_is_chosen_though_not_among_the_first_offered(
+    app, client, db, settings, ws
+):
+    first = await ok(
+        await client.post(
+            "/api/v1/blueprints", headers=ws.headers, json={"name": "Oldest", "include": ["tags"]}
+        ),
+        201,
+    )
+    oldest = first["blueprint"]["id"]
+    async with db.transaction() as session:  # 100 newer ones, as the API would make them
+        blueprint = await session.get(Blueprint, oldest)
+        for i in range(100):
+            session.add(
+                Blueprint(
+                    account_id=ws.account_id,
+                    name=f"Newer {i}",
+                    document=blueprint.document,
+                    created_at=blueprint.created_at + timedelta(seconds=i + 1),
+                )
+            )
+    ada = await signed_in(app, db, settings, ws, ADA)
+    async with aclosing(ada):
+        page = await ada.get(f"{NEW}?blueprint={oldest}")
+        assert form_values(page.text, "new-workspace-form")["blueprint"] == oldest
+        unknown = await ada.get(f"{NEW}?blueprint=01ffffff-0000-7000-8000-000000000000")
+        assert form_values(unknown.text, "new-workspace-form")["blueprint"] == ""
+        nul = await create(ada, name="Odd", blueprint="bad\x00id")
+        assert (nul.status_code, alerts(nul.text)) == (404, ["Blueprint not found"])

@@ -124,7 +124,7 @@ async def plan(
     for part_name, part in PARTS.items():
         if part_name not in parts:
             continue
-        current = {match(part_name, part.key(o)): o for o in await part.capture(ctx)}
+        current = {match(part_name, part.key(o)): o for o in await part.current(ctx)}
         for index, obj in enumerate(parts[part_name]):
             name = part.key(obj)
             row: dict[str, Any] = {"part": part_name, "name": name}

@@ -68,6 +68,11 @@ PART_NAMES = tuple(PERMISSIONS)
 TEMPLATE_FIELDS = ("subject", "preheader", "html_content", "text_content")
 
 
+# How the plan names an object a target's filter still holds but that was deleted since:
+# no blueprint's name, so the endpoint compares as other content (skip or update).
+DELETED = "(deleted)"
+
+
 # --- the parts --------------------------------------------------------------------------------
 
 
@@ -98,6 +103,10 @@ class Part:
 
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    async def current(self, ctx: Context) -> list[dict[str, Any]]:
+        """The target's objects as the plan compares them (what a capture would carry)."""
+        return await self.capture(ctx)
 
     async def create(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
         raise NotImplementedError
@@ -557,6 +566,27 @@ class Webhooks(Part):
         ]
 
     async def capture(self, ctx: Context) -> list[dict[str, Any]]:
+        # A dimension whose every object was deleted since matches nothing: carried without
+        # it the endpoint would receive every event, so such an endpoint is left out (as an
+        # automation naming a deleted object is). Of two endpoints of one URL (the URL names
+        # an endpoint in a document) the oldest carried.
+        found: dict[str, dict[str, Any]] = {}
+        for obj in await self._endpoints(ctx, deleted=None):
+            if all(obj["filters"].values()):
+                found.setdefault(obj["url"], obj)
+        return list(found.values())
+
+    async def current(self, ctx: Context) -> list[dict[str, Any]]:
+        """What the plan compares with: every URL's oldest endpoint (the one `update` writes),
+        a deleted object in its filters named so it matches no blueprint's."""
+        found: dict[str, dict[str, Any]] = {}
+        for obj in await self._endpoints(ctx, deleted=DELETED):
+            found.setdefault(obj["url"], obj)
+        return list(found.values())
+
+    async def _endpoints(self, ctx: Context, deleted: str | None) -> list[dict[str, Any]]:
+        """The workspace's endpoints, oldest first, filters by name; a deleted object's id
+        becomes `deleted`, or goes (None)."""
         names = {kind: await id_names(ctx, kind) for kind in KINDS}
         rows = await ctx.session.scalars(
             select(WebhookEndpoint)
@@ -564,20 +594,13 @@ class Webhooks(Part):
             .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
         )
         found: list[dict[str, Any]] = []
-        seen: set[str] = set()
         for row in rows.all():
-            filters = {
-                key: [names[FILTER_KINDS[key]][i] for i in ids if i in names[FILTER_KINDS[key]]]
-                for key, ids in (row.filters or {}).items()
-                if key in FILTER_KINDS and ids
-            }
-            # A dimension whose every object was deleted since matches nothing: carried
-            # without it the endpoint would receive every event, so it is left out (as an
-            # automation naming a deleted object is). Of two endpoints of one URL (the URL
-            # names an endpoint in a document) the oldest is carried.
-            if not all(filters.values()) or row.url in seen:
-                continue
-            seen.add(row.url)
+            filters: dict[str, list[str]] = {}
+            for key, ids in (row.filters or {}).items():
+                if key not in FILTER_KINDS or not ids:
+                    continue
+                named = names[FILTER_KINDS[key]]
+                filters[key] = [n for i in ids if (n := named.get(i, deleted)) is not None]
             found.append(
                 {
                     "url": row.url,
@@ -610,11 +633,14 @@ class Webhooks(Part):
         refs.ids.setdefault("webhooks", {})[match("webhooks", endpoint.url)] = endpoint.id
 
     async def update(self, ctx: Context, obj: dict[str, Any], refs: Refs) -> None:
-        current = await ctx.session.scalar(
-            select(WebhookEndpoint).where(
+        current = await ctx.session.scalar(  # the URL's oldest: the one the plan compared
+            select(WebhookEndpoint)
+            .where(
                 WebhookEndpoint.workspace_id == ctx.workspace_id,
                 WebhookEndpoint.url == self.key(obj),
             )
+            .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
+            .limit(1)
         )
         body = {k: v for k, v in self._body(obj, refs).items() if k != "url"}
         if current is not None and body:

@@ -43,6 +43,12 @@ async def _form_page(
     status: int = 200,
 ) -> Response:
     found, _total = await blueprints.list_blueprints(ctx, PageParams(1, OFFERED))
+    if chosen and chosen not in {b.id for b in found}:
+        # Linked from an older blueprint's page: offered too, so the link means what it says.
+        try:
+            found.append(await blueprints.get_blueprint(ctx, _blueprint_id(chosen)))
+        except ApiError:
+            chosen = ""
     return render.page(
         "workspace_new.html",
         status=status,
@@ -56,6 +62,13 @@ async def _form_page(
         plan_label=ctx.principal.plan.label,
         flashes=sessions.take_flash(visitor.row),
     )
+
+
+def _blueprint_id(value: str) -> str:
+    """What was posted, if it can name a blueprint at all (no NUL for the database to refuse)."""
+    if not value.isprintable() or len(value) > 64:
+        raise ApiError(404, "Blueprint not found")
+    return value
 
 
 @router.get(PATH + "/new")
@@ -75,7 +88,7 @@ async def create_workspace(request: Request) -> Response:
             document = None
             blueprint_name = ""
             if chosen:
-                blueprint = await blueprints.get_blueprint(ctx, chosen)
+                blueprint = await blueprints.get_blueprint(ctx, _blueprint_id(chosen))
                 document, blueprint_name = blueprint.document, blueprint.name
             await ctx.session.commit()  # the URLs' names are resolved next: hold no connection
             verdicts = await blueprints.url_verdicts(ctx, document) if document else {}
@@ -121,7 +134,11 @@ async def create_workspace(request: Request) -> Response:
             title=f"Workspace “{workspace.name}” created",
             section="workspace-new",
             visitor=visitor,
-            made={"name": workspace.name, "blueprint": blueprint_name},
+            made={
+                "name": workspace.name,
+                "blueprint": blueprint_name,
+                "automations": any(r["part"] == "automations" for r in answer["plan"]),
+            },
             plan=plan_view(answer, "skip"),
         )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +30,9 @@ from mailroom.core.clock import utcnow
 from mailroom.core.emails import is_valid_email, normalize_email
 from mailroom.core.errors import ApiError
 from mailroom.core.plans import get_plan
+from mailroom.core.text import fold
 from mailroom.db import serialise
-from mailroom.models import Account, Person, Workspace, WorkspaceMember
+from mailroom.models import Account, Person, SendingSettings, Workspace, WorkspaceMember
 from mailroom.people import passwords, totp
 from mailroom.settings import Settings
 
@@ -108,6 +110,10 @@ async def set_role(session: AsyncSession, person: Person, workspace_id: str, rol
 
 
 WORKSPACE_NAME_MAX = 100
+PAUSED_ELSEWHERE = (
+    "Sending is paused in “{name}” ({by}): a new workspace can be opened once it resumes."
+)
+PAUSED_BY = {"operator": "by the operator", "health": "for its delivery health"}
 
 
 async def open_workspace(
@@ -115,24 +121,40 @@ async def open_workspace(
 ) -> Workspace:
     """A new workspace in the account, with `person` its admin (the dashboard's "New
     workspace": its admin acts under the same account and plan). The name is required and, so
-    the switcher tells them apart, not one the account's workspaces already have."""
-    clean = " ".join(str(name or "").split())
+    the switcher tells them apart, not one the account's workspaces already have (compared as
+    names are: case and inner whitespace ignored). Refused while the operator or the delivery
+    health check has paused sending in a workspace of the account: a new workspace is no way
+    around a pause."""
+    # Invisible and control characters dropped: a name is what the switcher shows.
+    visible = "".join(ch for ch in str(name or "") if unicodedata.category(ch) not in NOT_SHOWN)
+    clean = " ".join(visible.split())
     if not clean:
         raise ApiError(400, "Name the workspace.")
     if len(clean) > WORKSPACE_NAME_MAX:
         raise ApiError(400, f"A workspace name can be up to {WORKSPACE_NAME_MAX} characters.")
-    taken = await session.scalar(
-        select(Workspace.id).where(
-            Workspace.account_id == account_id, func.lower(Workspace.name) == clean.lower()
-        )
+    await serialise(session, f"workspace-names:{account_id}")  # check, then insert: one step
+    rows = await session.execute(
+        select(Workspace.id, Workspace.name, SendingSettings.paused_by)
+        .outerjoin(SendingSettings, SendingSettings.workspace_id == Workspace.id)
+        .where(Workspace.account_id == account_id)
+        .order_by(Workspace.created_at, Workspace.id)
     )
-    if taken is not None:
-        raise ApiError(409, f"This account already has a workspace named “{clean}”.")
+    for workspace_id, existing, paused_by in rows.all():
+        if paused_by in PAUSED_BY:
+            shown = existing or f"Workspace {workspace_id[:8]}"  # as the switcher names it
+            raise ApiError(403, PAUSED_ELSEWHERE.format(name=shown, by=PAUSED_BY[paused_by]))
+        if fold(" ".join(existing.split())) == fold(clean):
+            raise ApiError(409, f"This account already has a workspace named “{clean}”.")
     _account, workspace = await accounts.create_workspace(
         session, account_id=account_id, name=clean
     )
     await set_role(session, person, workspace.id, "admin")
     return workspace
+
+
+# Unicode categories a name never shows: controls (NUL, tabs, ...), format characters
+# (zero-width spaces and joiners, direction marks), unassigned and private-use code points.
+NOT_SHOWN = frozenset({"Cc", "Cf", "Cn", "Co", "Cs"})
 
 
 async def joined(session: AsyncSession, person_id: str, workspace_id: str | None) -> None:

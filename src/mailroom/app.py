@@ -21,6 +21,7 @@ from mailroom.automations.api import router as automations_router
 from mailroom.blueprints.api import router as blueprints_router
 from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
+from mailroom.core import logs, multiprocess
 from mailroom.custom_fields.api import router as custom_fields_router
 from mailroom.dashboard.assistant_pages import router as dashboard_assistants_router
 from mailroom.dashboard.automation_pages import router as dashboard_automations_router
@@ -75,6 +76,7 @@ from mailroom.web.errors import install_error_handlers
 from mailroom.web.idempotency import IdempotencyMiddleware
 from mailroom.web.methods import MethodMiddleware
 from mailroom.web.middleware import ApiKeyMiddleware
+from mailroom.web.observe import ObserveMiddleware
 from mailroom.web.openapi import build_openapi
 from mailroom.webhooks.api import router as webhooks_router
 from mailroom.worker import WorkerHost
@@ -188,6 +190,7 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
                 await host.join()
             await app.state.hits.close()
             await db.dispose()
+            multiprocess.process_exited()
 
     app = FastAPI(
         title="Mailroom API",
@@ -209,6 +212,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
     app.add_middleware(MethodMiddleware)
     app.add_middleware(ApiKeyMiddleware)
+    # Outermost: every answer gets its request id, metrics and access-log line.
+    app.add_middleware(ObserveMiddleware)
     for router in ROUTERS:
         dashboard = router in DASHBOARD_ROUTERS
         app.include_router(router, dependencies=[Depends(note_delivery)] if dashboard else None)
@@ -229,5 +234,6 @@ def create_served_app() -> FastAPI:
     """Factory for `uvicorn --factory` (used by `mailroom serve`, one per server process; also
     usable with uvicorn directly, so the data directory is made private here too)."""
     settings = get_settings()
+    logs.configure(settings.log_format)
     settings.prepare_storage()
     return create_app(settings, run_worker=os.environ.get("MAILROOM_SERVE_WORKER", "1") == "1")

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from mailroom import API_VERSION, __version__
 from mailroom.core.errors import ApiError
+from mailroom.system.doctor_cli import doctor as doctor_command
 
 if TYPE_CHECKING:
     from mailroom.core.context import Context
@@ -99,6 +100,16 @@ def _emit(data: dict[str, Any], as_json: bool, human: str) -> None:
         out.print(human, highlight=False)
 
 
+def _process_setup(settings: Settings) -> None:
+    """A serving or working process: its log lines (text or JSON, redacted: core.logs) and its
+    metrics shared with the installation's other processes (core.multiprocess), set before
+    anything imports prometheus_client."""
+    from mailroom.core import logs, multiprocess
+
+    logs.configure(settings.log_format)
+    multiprocess.use_directory(settings.data_dir)
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
@@ -117,11 +128,12 @@ def serve(
     Background loops (webhook deliveries, sending, jobs) run inside the server unless
     --no-worker is given.
     """
+    settings = get_settings()
+    _process_setup(settings)
     import uvicorn
 
     from mailroom.migrations import upgrade
 
-    settings = get_settings()
     settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
     os.environ["MAILROOM_SERVE_WORKER"] = "0" if no_worker else "1"
@@ -137,6 +149,10 @@ def serve(
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
         log_level="info",
+        # Logging as set up above (core.logs); each request's line comes from web.observe,
+        # with its request id and the tokens of subscriber links redacted.
+        log_config=None,
+        access_log=False,
     )
 
 
@@ -146,11 +162,11 @@ def worker() -> None:
 
     Stops cleanly on SIGTERM or Ctrl-C; several workers may share one PostgreSQL database.
     """
+    settings = get_settings()
+    _process_setup(settings)
     from mailroom.migrations import upgrade
     from mailroom.worker import run_forever
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = get_settings()
     settings.prepare_storage()
     asyncio.run(upgrade(settings.resolved_database_url))
     asyncio.run(run_forever(settings))
@@ -169,12 +185,12 @@ def bounces(
     """Run the inbound SMTP listener alone: bounces (RFC 3464), complaint reports (RFC 5965)
     and List-Unsubscribe mails sent back to the return path. Point the return-path domain's
     MX (or your MTA's transport for it) here. Stops on SIGTERM or Ctrl-C."""
+    settings = get_settings()
+    _process_setup(settings)
     from mailroom.bounces import listener
     from mailroom.db import Database
     from mailroom.migrations import upgrade
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = get_settings()
     settings.prepare_storage()
     address = listen or settings.bounce_smtp or "127.0.0.1:2525"
     asyncio.run(upgrade(settings.resolved_database_url))
@@ -195,6 +211,16 @@ def bounces(
             await db.dispose()
 
     asyncio.run(run())
+
+
+app.command(
+    "doctor",
+    help="Check this installation: the database and its migrations, the secret key, the SMTP "
+    "relay, each sending domain's DNS records, the workers, the bounce listener, the public "
+    "URL and the data directory's disk space. Prints a table of what it found, with how to "
+    "fix each problem; exits 1 when a check fails (warnings do not). Changes nothing. With "
+    '--json prints {"ok", "checks": [{"name", "status", "detail", "fix"}]}.',
+)(doctor_command)
 
 
 @db_app.command("upgrade")
@@ -786,11 +812,14 @@ def _platform_import(
                 if shown["status"] in ("done", "failed"):
                     break
                 if running.done() and running.result():
-                    # This process ran it and it is still pending: an unexpected error
-                    # interrupted it (logged); a worker resumes it after a pause.
                     async with db.session(write=False) as session:
                         row = await session.get(PlatformImport, job_id)
+                        status = row.status if row else "failed"
                         last = (row.state or {}).get("last_error") if row else None
+                    if status in ("done", "failed"):
+                        continue  # it ended since the read above: shown on the next turn
+                    # This process ran it and it is still pending: an unexpected error
+                    # interrupted it (logged); a worker resumes it after a pause.
                     raise ApiError(500, INTERRUPTED.format(id=job_id, error=last or "see the log"))
                 await asyncio.sleep(0.2)
             await running
@@ -848,6 +877,65 @@ def mcp_stdio() -> None:
             await api.state.db.dispose()
 
     asyncio.run(work())
+
+
+@app.command("backup")
+def backup_command(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="The archive to write, e.g. mailroom-2026-05-01.tar.gz (readable by you only).",
+            dir_okay=False,
+        ),
+    ],
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
+) -> None:
+    """Back the installation up into one .tar.gz archive while it keeps running: the database
+    (SQLite: a consistent copy made with SQLite's online backup API; PostgreSQL: pg_dump, whose
+    command is printed), the secret key file and the hosted media files, with a manifest of
+    every file's SHA-256. Restore it with `mailroom restore FILE`."""
+    from mailroom.system import backup as backups
+
+    report = backups.Report(out, err)
+    try:
+        backups.backup(get_settings(), file, report, force=force)
+    except backups.BackupError as exc:
+        _fail(str(exc))
+
+
+@app.command("restore")
+def restore_command(
+    file: Annotated[
+        Path, typer.Argument(help="An archive made by `mailroom backup`.", dir_okay=False)
+    ],
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace a database that holds data, another secret key and existing media "
+            "files (stop `mailroom serve` and `mailroom worker` first).",
+        ),
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Only check the archive and the target; change nothing."),
+    ] = False,
+) -> None:
+    """Restore a `mailroom backup` archive into the database and data directory the MAILROOM_*
+    settings name, then migrate the database to this Mailroom's schema.
+
+    Every checksum is checked before anything changes: a damaged or foreign archive is refused.
+    A target that is not empty is refused without --force. PostgreSQL: runs (and prints)
+    `pg_restore --clean --if-exists --no-owner` into MAILROOM_DATABASE_URL, which must name an
+    existing database (createdb)."""
+    from mailroom.system import backup as backups
+    from mailroom.system import restore as restores
+
+    report = backups.Report(out, err)
+    try:
+        restores.restore(get_settings(), file, report, force=force, check=check)
+    except backups.BackupError as exc:
+        _fail(str(exc))
 
 
 def main() -> None:

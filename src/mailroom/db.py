@@ -18,6 +18,7 @@ through `Database.transaction()` afterwards.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -51,7 +52,9 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, configure_mappers, mapped_column
+from sqlalchemy.pool import AsyncAdaptedQueuePool
 
+from mailroom.core import metrics
 from mailroom.core.clock import utcnow
 from mailroom.core.dbtypes import UTCDateTime
 
@@ -71,15 +74,38 @@ class Base(DeclarativeBase):
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
+def _measured_pool(name: str) -> type[AsyncAdaptedQueuePool]:
+    """The engine's pool, timing each wait for a connection (core.metrics, label `name`)."""
+
+    class MeasuredPool(AsyncAdaptedQueuePool):
+        def _do_get(self) -> Any:
+            started = time.perf_counter()
+            try:
+                return super()._do_get()
+            finally:
+                metrics.DB_CONNECTION_WAIT.labels(name).observe(time.perf_counter() - started)
+
+    return MeasuredPool
+
+
+def _count_in_use(engine: AsyncEngine, name: str) -> None:
+    gauge = metrics.DB_CONNECTIONS_IN_USE.labels(name)
+    event.listen(engine.sync_engine, "checkout", lambda *_: gauge.inc())
+    event.listen(engine.sync_engine, "checkin", lambda *_: gauge.dec())
+
+
 def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> AsyncEngine:
     """`immediate`: the write engine (`BEGIN IMMEDIATE`); otherwise the read engine, whose
     connections refuse to write (`query_only`)."""
+    name = "sqlite_write" if immediate else "sqlite_read"
     engine = create_async_engine(
         url,
+        poolclass=_measured_pool(name),
         pool_size=pool_size,
         max_overflow=0 if immediate else 10,
         pool_timeout=120,
     )
+    _count_in_use(engine, name)
     begin_sql = "BEGIN IMMEDIATE" if immediate else "BEGIN"
 
     @event.listens_for(engine.sync_engine, "connect")
@@ -114,6 +140,7 @@ class Database:
         else:
             self.engine = create_async_engine(
                 url,
+                poolclass=_measured_pool("postgresql"),
                 pool_size=10,
                 max_overflow=20,
                 pool_pre_ping=True,
@@ -121,6 +148,7 @@ class Database:
                 # rows (bulk actions, imports) and buys nothing for short OLTP statements.
                 connect_args={"server_settings": {"jit": "off"}},
             )
+            _count_in_use(self.engine, "postgresql")
             self.write_engine = self.engine
         # No autoflush: a change made to a row read here stays a pending change of that
         # object (the caller may write it in a transaction of its own), never a write here.

@@ -13,6 +13,7 @@ import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -107,6 +108,10 @@ class Settings(BaseSettings):
     system_from: str = ""
     # Largest accepted JSON body; multipart uploads have their own limits.
     max_json_body_bytes: int = 2 * 1024 * 1024  # 413 past this (web.bodylimit)
+    # `GET /metrics`: empty, loopback clients only; set, a Bearer token from anywhere.
+    metrics_token: str = ""
+    # Log lines: `text`, or `json` (one object a line: core.logs).
+    log_format: Literal["text", "json"] = "text"
 
     @field_validator("webhook_retry_delays", mode="before")
     @classmethod

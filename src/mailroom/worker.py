@@ -28,6 +28,7 @@ from mailroom.automations import anniversaries
 from mailroom.automations import runner as automation_runner
 from mailroom.background import Loop, WorkerContext
 from mailroom.campaigns import actions as campaign_actions
+from mailroom.core import multiprocess
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.db import HEARTBEAT_SECONDS, Database, due_work_models
@@ -328,3 +329,4 @@ async def run_forever(settings: Settings) -> None:
         await host.run()
     finally:
         await db.dispose()
+        multiprocess.process_exited()

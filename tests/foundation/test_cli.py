@@ -108,6 +108,9 @@ def test_every_command_has_help():
         ("admin", "create-workspace"),
         ("admin", "create-key"),
         ("admin", "revoke-key"),
+        ("doctor",),
+        ("backup",),
+        ("restore",),
     ):
         result = runner.invoke(app, [*args, "--help"])
         assert result.exit_code == 0, (args, result.output)

@@ -20,6 +20,7 @@ from aiosmtpd.smtp import Envelope, Session
 from mailroom.bounces import service
 from mailroom.bounces.reports import Report, read
 from mailroom.bounces.smtp import BoundedSMTP, Gate
+from mailroom.core import metrics
 from mailroom.db import Database
 from mailroom.settings import Settings
 
@@ -60,8 +61,10 @@ class ReportHandler:
         except Exception:
             # Tell the sender to try again later: the report is not lost.
             log.exception("acting on an inbound report failed")
+            metrics.BOUNCE_MESSAGES.labels("error").inc()
             return "451 4.3.0 Temporary failure, try again later"
         self.handled[what] = self.handled.get(what, 0) + 1
+        metrics.BOUNCE_MESSAGES.labels(what).inc()
         return "250 2.0.0 OK"
 
     async def _handle(self, target: service.Target | None, report: Report | None) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, select, update
 
 from mailroom.background import WorkerContext
+from mailroom.core import metrics
 from mailroom.core.clock import utcnow
 from mailroom.core.emails import email_domain, email_hash
 from mailroom.core.plans import get_plan
@@ -286,6 +287,8 @@ class SendEngine:
             done = list(prepared.done)
             deliveries: list[Delivery] = []
             for item in built:
+                if item.signing_seconds:
+                    metrics.DKIM_SIGNING.observe(item.signing_seconds)
                 row, sender, recipient, _email = prepared.targets[item.row_id]
                 if item.data is None:
                     done.append(Outcome(row, "failed", item.error or "could not be built"))
@@ -315,6 +318,8 @@ class SendEngine:
                 )
             async with db.transaction() as session:
                 await outcomes.record(session, self.settings, done)
+            for outcome in done:
+                metrics.email_outcome(outcome.row.kind, outcome.state)
         except Exception:
             # The rows keep their lease and come back: sent again, never lost.
             log.exception("a sending batch of %d rows failed", len(rows))

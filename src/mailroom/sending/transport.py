@@ -24,6 +24,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
 
+from mailroom.core import metrics
+
 log = logging.getLogger("mailroom.sending")
 
 NO_ANSWER = 0
@@ -142,7 +144,12 @@ class SmtpPool:
         try:
             if client is None or not client.is_connected:
                 client = self._client()
-                await client.connect()
+                try:
+                    await client.connect()
+                except BaseException:
+                    metrics.SMTP_CONNECTIONS.labels("failed").inc()
+                    raise
+                metrics.SMTP_CONNECTIONS.labels("opened").inc()
             if client.is_ehlo_or_helo_needed:
                 # Now, not at MAIL: the relay's extensions decide the MAIL options below.
                 await _greet(client)
@@ -183,13 +190,21 @@ class SmtpPool:
             self._idle.put_nowait(client)
 
     async def send(self, deliveries: Sequence[Delivery]) -> list[Result]:
-        return list(await asyncio.gather(*(self._send_one(d) for d in deliveries)))
+        results = list(await asyncio.gather(*(self._send_one(d) for d in deliveries)))
+        metrics.SMTP_OPEN.set(self._open())
+        return results
+
+    def _open(self) -> int:
+        """Connections open now (of those idle: between batches, all of them)."""
+        idle: Any = self._idle
+        return sum(1 for c in list(idle._queue) if c is not None and c.is_connected)
 
     async def close(self) -> None:
         while not self._idle.empty():
             await _quit(self._idle.get_nowait())
         for _ in range(self.size):
             self._idle.put_nowait(None)
+        metrics.SMTP_OPEN.set(0)
 
 
 _NO_SMTPUTF8 = (

@@ -1,13 +1,15 @@
-"""Public operational routes (no key): health."""
+"""Operational routes (no key): health, and metrics for loopback or a token."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 from sqlalchemy import text
 
 from mailroom import API_VERSION, __version__
 from mailroom.db import Database
+from mailroom.system import metrics
 
 router = APIRouter(tags=["System"])
 
@@ -36,4 +38,16 @@ async def healthz(request: Request) -> JSONResponse:
             "version": __version__,
             "api_version": API_VERSION,
         }
+    )
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics_exposition(request: Request) -> Response:
+    """Prometheus text exposition (system.metrics): loopback clients, or a Bearer token when
+    MAILROOM_METRICS_TOKEN is set."""
+    client = request.scope.get("client")
+    metrics.check_access(request.app.state.settings, client[0] if client else None, request.headers)
+    body = await metrics.exposition(request.app.state.db)
+    return Response(
+        body, media_type=CONTENT_TYPE_PLAIN_0_0_4, headers={"Cache-Control": "no-store"}
     )

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mailroom.accounts import service as accounts_service
 from mailroom.assistants import service as assistants_service
 from mailroom.audit import service as audit_service
+from mailroom.core import logs, metrics
 from mailroom.core.auth import UNAUTHORIZED, Principal
 from mailroom.core.errors import ApiError
 from mailroom.db import Database
@@ -39,6 +40,7 @@ BUSY_RETRY_AFTER = 5  # seconds
 
 def server_busy() -> ApiError:
     """No pooled database connection came free in time: overload, not the client's fault."""
+    metrics.DB_POOL_TIMEOUTS.inc()
     return ApiError(
         503,
         f"The server is busy. Retry in {BUSY_RETRY_AFTER} seconds.",
@@ -146,6 +148,7 @@ class ApiKeyMiddleware:
             return
         principal = check.principal
         scope.setdefault("state", {})["principal"] = principal
+        logs.WORKSPACE_ID.set(principal.workspace_id)  # on this request's log lines
         await self._authorized(scope, receive, send, db, principal)
         if check.needs_touch:
             await touch_later(db, principal)

@@ -34,7 +34,7 @@ import aiohttp
 from sqlalchemy import bindparam, select, update
 
 from mailroom.background import WorkerContext
-from mailroom.core import urlguard
+from mailroom.core import metrics, urlguard
 from mailroom.core.clock import utcnow
 from mailroom.db import Database, claim_due
 from mailroom.models import Event, WebhookDelivery, WebhookEndpoint, Workspace
@@ -454,6 +454,8 @@ async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> se
     if params:
         connection = await session.connection()
         await connection.execute(_UPDATE, params)
+    for row in params:  # pending again: a retry
+        metrics.WEBHOOK_DELIVERIES.labels(row["d_status"].replace("pending", "retry")).inc()
     disabled: set[str] = set()
     for endpoint_id in sorted(by_endpoint):  # one lock order for every worker
         if await _health(session, endpoint_id, by_endpoint[endpoint_id], now):

@@ -1,0 +1,98 @@
+"""How every process logs: plain lines, or one JSON object a line (`MAILROOM_LOG_FORMAT=json`:
+time, level, logger, message, and the request's id, workspace, route, status and duration
+when a request is being answered), and nothing a log reader should not see.
+
+Every line goes through `redact` whatever logged it (ours, uvicorn, a library, a traceback):
+addresses are masked as suppressions mask them (`j***@example.com`); API keys, assistant
+grants and tokens, webhook secrets, bearer tokens and URL passwords are cut to their prefix;
+the token of a subscriber link (unsubscribe, preferences, web view, confirmation, open and
+click paths) is replaced. The access log (web.observe) writes a path's route template with
+its token-like parameters redacted and no query string.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any
+
+from mailroom.core.emails import mask_email
+
+# What the request being answered sets (web.observe; the key check adds the workspace).
+REQUEST_ID: ContextVar[str | None] = ContextVar("mailroom_request_id", default=None)
+WORKSPACE_ID: ContextVar[str | None] = ContextVar("mailroom_workspace_id", default=None)
+
+_EMAIL = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_SECRETS = re.compile(
+    r"\b(mr_live_|mr_grant_|mr_at_|mr_rt_|whsec_)[A-Za-z0-9_\-]+"  # keys, tokens, secrets
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]+")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s]*@")
+# Subscriber and sign-in links: /u/<token>, /p/, /v/, /o/, /l/, /confirm/, /f/confirm/, /app/link/
+_LINK_TOKEN = re.compile(r"(/(?:u|p|v|o|l|confirm|f/confirm|app/link)/)[A-Za-z0-9._~%\-]{8,}")
+_PASSWORD_FIELD = re.compile(r"(?i)(\"?password\"?\s*[:=]\s*\"?)[^\s\",}]+")
+REDACTED = "[redacted]"
+
+
+def redact(text: str) -> str:
+    text = _URL_PASSWORD.sub(r"\1***@", text)
+    text = _SECRETS.sub(r"\1***", text)
+    text = _BEARER.sub(r"\1***", text)
+    text = _LINK_TOKEN.sub(r"\1" + REDACTED, text)
+    text = _PASSWORD_FIELD.sub(r"\1***", text)
+    return _EMAIL.sub(lambda m: mask_email(m.group(0)), text)
+
+
+class PlainFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        request_id = getattr(record, "request_id", None) or REQUEST_ID.get()
+        return redact(f"{line} [request {request_id}]" if request_id else line)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line; the fields a request sets only while one is answered."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        request_id = getattr(record, "request_id", None) or REQUEST_ID.get()
+        workspace_id = getattr(record, "workspace_id", None) or WORKSPACE_ID.get()
+        if request_id:
+            entry["request_id"] = request_id
+        if workspace_id:
+            entry["workspace_id"] = workspace_id
+        for field in ("method", "route", "path", "status", "duration_ms"):
+            value = getattr(record, field, None)
+            if value is not None:
+                entry[field] = redact(value) if isinstance(value, str) else value
+        if record.exc_info:
+            entry["exception"] = redact(self.formatException(record.exc_info))
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure(log_format: str = "text", level: int = logging.INFO) -> None:
+    """The root logger writes to stderr in `log_format` (text or json), every line redacted;
+    uvicorn's loggers go through it (its own access log is replaced by web.observe's)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True

@@ -1,0 +1,952 @@
+"""`mailroom doctor`: checks an installation and says, for each thing, ok / warn / fail, what it
+found, and how to fix what is wrong.
+
+The database is read first, in one short read-only session (the schema's revision, the worker
+heartbeats, the sending domains, whether there are workspaces), and closed; then every check
+that talks to the network runs at once, holding no database connection: the SMTP relay (connect,
+EHLO, STARTTLS and AUTH as MAILROOM_SMTP_URL asks), each sending domain's DNS records (through
+the domains' own lookup, read-only: no domain's status changes), the bounce listener, and the
+public URL's `/healthz`. The secret key and the disk are looked at on this machine.
+
+Nothing here prints a password or the secret: URLs are shown with the password masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import shutil
+import socket
+import ssl
+import stat
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mailroom.settings import Settings
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+
+DB_SECONDS = 10.0  # connecting and reading, in all
+SMTP_STEP_SECONDS = 10.0  # per SMTP command (connect, EHLO, STARTTLS, AUTH)
+SMTP_SECONDS = 25.0  # the whole relay conversation
+BOUNCE_SECONDS = 5.0
+HTTP_SECONDS = 5.0
+DOMAIN_CONCURRENCY = 8
+
+# Free space of the data directory: warn under 1 GiB or 5 % free, fail under 200 MB.
+DISK_WARN_BYTES = 1024**3
+DISK_WARN_FRACTION = 0.05
+DISK_FAIL_BYTES = 200 * 1000**2
+DISK_THRESHOLDS = "warn under 1 GiB or 5 % free, fail under 200 MB"
+
+START_WORKER = "run `mailroom worker`, or `mailroom serve` without --no-worker"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ok(name: str, detail: str) -> Check:
+    return Check(name, OK, detail)
+
+
+def warn(name: str, detail: str, fix: str | None = None) -> Check:
+    return Check(name, WARN, detail, fix)
+
+
+def fail(name: str, detail: str, fix: str) -> Check:
+    return Check(name, FAIL, detail, fix)
+
+
+def failed(checks: list[Check]) -> bool:
+    return any(c.status == FAIL for c in checks)
+
+
+# ---------------------------------------------------------------------------- what it shows
+
+
+def mask_url(url: str) -> str:
+    """`url` with its password (if any) replaced by `***`."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{parts.username or ''}:***@{host}"
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:  # a port that is not a number: show no part of it
+        return "(unreadable URL)"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _short_error(exc: BaseException) -> str:
+    """One line saying what went wrong (the driver's own error, not SQLAlchemy's wrapper)."""
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip().splitlines()[0] if str(inner).strip() else ""
+    name = type(inner).__name__
+    return f"{name}: {text}"[:300] if text else name
+
+
+def _connect_error(exc: BaseException) -> str:
+    """Why a connection failed, in a few words where the cause is a common one."""
+    problem: BaseException | None = exc
+    for _ in range(6):  # down the chain: httpx and aiosmtplib wrap the socket's error
+        if problem is None:
+            break
+        if isinstance(problem, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(problem, socket.gaierror):
+            return f"the host name does not resolve ({problem.strerror})"
+        if isinstance(problem, TimeoutError):
+            return "timed out"
+        problem = problem.__cause__ or problem.__context__
+    return _short_error(exc)
+
+
+def _tls_error(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error under `exc` (aiosmtplib wraps it), if that is what went wrong."""
+    problem: BaseException | None = exc
+    for _ in range(6):
+        if problem is None:
+            return None
+        if isinstance(problem, ssl.SSLError):
+            return problem
+        problem = problem.__cause__ or problem.__context__
+    return None
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f} h ago"
+    return f"{seconds / 86400:.0f} days ago"
+
+
+def _size(count: float) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count:.0f} B"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+# ------------------------------------------------------------------ the database, read once
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    id: str
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True)
+class DomainRow:
+    id: str
+    workspace_id: str
+    domain: str
+    status: str
+    selector: str
+    public_key: str
+    failure_reason: str | None
+
+
+@dataclass
+class Facts:
+    """What the checks need from the database, read in one short session."""
+
+    shown_url: str
+    error: Check | None = None  # the database check's failure, when it could not be read
+    answered_ms: float = 0.0
+    revisions: tuple[str, ...] = ()
+    now: datetime | None = None  # the database's clock (PostgreSQL) or this machine's
+    workers: list[WorkerRow] = field(default_factory=list)
+    workers_error: str | None = None
+    domains: list[DomainRow] = field(default_factory=list)
+    domains_error: str | None = None
+    workspaces: int | None = None
+
+    @property
+    def reachable(self) -> bool:
+        return self.error is None
+
+
+def _shown_database(settings: Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    url = settings.resolved_database_url
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unreadable URL: say so without echoing it
+        return "(MAILROOM_DATABASE_URL cannot be read)"
+
+
+async def read_facts(settings: Settings) -> Facts:
+    """Connect, read what the checks need, disconnect: no transaction outlives this."""
+    facts = Facts(_shown_database(settings))
+    path = settings.sqlite_path if settings.is_sqlite else None
+    if path is not None and not path.exists():
+        # Connecting would create an empty file: report, create nothing.
+        facts.error = fail(
+            "database",
+            f"no SQLite database at {path}",
+            "run `mailroom db upgrade` (or `mailroom serve`, which applies migrations) to "
+            "create it, or point MAILROOM_DATA_DIR / MAILROOM_DATABASE_URL at the existing one",
+        )
+        return facts
+    from mailroom.db import Database
+
+    try:
+        db = Database(settings.resolved_database_url)
+    except Exception as exc:
+        facts.error = fail(
+            "database",
+            f"{facts.shown_url}: {_short_error(exc)}",
+            "set MAILROOM_DATABASE_URL to sqlite+aiosqlite:///path/mailroom.db or "
+            "postgresql+asyncpg://user:password@host:5432/name",
+        )
+        return facts
+    try:
+        async with asyncio.timeout(DB_SECONDS):
+            await _read(db, facts)
+    except TimeoutError:
+        facts.error = fail(
+            "database",
+            f"{facts.shown_url} did not answer within {DB_SECONDS:.0f} s",
+            "check that the database server is running and reachable from this machine "
+            "(MAILROOM_DATABASE_URL)",
+        )
+    except Exception as exc:
+        facts.error = fail(
+            "database",
+            f"{facts.shown_url}: {_short_error(exc)}",
+            "check MAILROOM_DATABASE_URL (host, port, user, password, database name) and that "
+            "the database server is running and reachable from this machine",
+        )
+    finally:
+        await db.dispose()
+    return facts
+
+
+async def _read(db: Any, facts: Facts) -> None:
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import func, select, text
+
+    from mailroom.core.clock import utcnow
+    from mailroom.models import SendingDomain, WorkerProcess, Workspace
+
+    started = time.perf_counter()
+    async with db.session(write=False) as session:
+        await session.execute(text("SELECT 1"))
+        facts.answered_ms = (time.perf_counter() - started) * 1000
+        connection = await session.connection()
+        facts.revisions = tuple(
+            await connection.run_sync(
+                lambda sync: MigrationContext.configure(sync).get_current_heads()
+            )
+        )
+        facts.now = utcnow() if db.is_sqlite else await session.scalar(select(func.now()))
+        # A database behind the code's schema may lack a table or a column: each read says
+        # so for its own check (in a savepoint on PostgreSQL, where an error ends the
+        # transaction otherwise).
+        try:
+            async with session.begin_nested():
+                rows = await session.execute(select(WorkerProcess.id, WorkerProcess.heartbeat_at))
+                facts.workers = [WorkerRow(row.id, row.heartbeat_at) for row in rows]
+        except Exception as exc:
+            facts.workers_error = _short_error(exc)
+        try:
+            async with session.begin_nested():
+                rows = await session.execute(
+                    select(
+                        SendingDomain.id,
+                        SendingDomain.workspace_id,
+                        SendingDomain.domain,
+                        SendingDomain.status,
+                        SendingDomain.dkim_selector,
+                        SendingDomain.dkim_public_key,
+                        SendingDomain.failure_reason,
+                    ).order_by(SendingDomain.domain, SendingDomain.workspace_id)
+                )
+                facts.domains = [DomainRow(*row) for row in rows]
+                facts.workspaces = await session.scalar(select(func.count()).select_from(Workspace))
+        except Exception as exc:
+            facts.domains_error = _short_error(exc)
+
+
+# ----------------------------------------------------------------------- database checks
+
+
+def check_database(facts: Facts) -> Check:
+    if facts.error is not None:
+        return facts.error
+    return ok("database", f"{facts.shown_url} answered in {facts.answered_ms:.0f} ms")
+
+
+def check_migrations(facts: Facts) -> Check:
+    if not facts.reachable:
+        return warn("migrations", "not checked: the database could not be read")
+    from alembic.script import ScriptDirectory
+    from alembic.script.revision import ResolutionError
+
+    from mailroom.migrations import alembic_config
+
+    script = ScriptDirectory.from_config(alembic_config())
+    heads = tuple(script.get_heads())
+    shown_heads = ", ".join(heads)
+    upgrade = "run `mailroom db upgrade` (`mailroom serve` also applies them when it starts)"
+    if not facts.revisions:
+        return fail(
+            "migrations", f"the database has no schema yet (head is {shown_heads})", upgrade
+        )
+    if set(facts.revisions) == set(heads):
+        return ok("migrations", f"at head ({shown_heads})")
+    current = ", ".join(facts.revisions)
+    try:
+        pending = {
+            revision.revision
+            for at in facts.revisions
+            for revision in script.iterate_revisions("heads", at)
+        }
+    except ResolutionError:
+        return fail(
+            "migrations",
+            f"the database is at {current}, a revision this Mailroom does not know "
+            f"(its head is {shown_heads}): a newer Mailroom migrated it",
+            "run the Mailroom version that migrated this database (or newer); an older one "
+            "must not serve it",
+        )
+    return fail(
+        "migrations",
+        f"the database is at {current}, {len(pending)} migration(s) behind head {shown_heads}",
+        upgrade,
+    )
+
+
+def check_workers(facts: Facts) -> Check:
+    from mailroom.db import HEARTBEAT_SECONDS, HEARTBEAT_STALE_SECONDS
+
+    name = "workers"
+    if not facts.reachable or facts.now is None:
+        return warn(name, "not checked: the database could not be read")
+    if facts.workers_error is not None:
+        return fail(
+            name,
+            f"the workers table cannot be read ({facts.workers_error})",
+            "run `mailroom db upgrade`",
+        )
+    rule = (
+        f"a worker beats every {HEARTBEAT_SECONDS} s and is taken for dead after "
+        f"{HEARTBEAT_STALE_SECONDS} s of silence"
+    )
+    now = facts.now
+    ages = sorted(((now - w.heartbeat_at).total_seconds(), w.id) for w in facts.workers)
+    alive = [(age, wid) for age, wid in ages if age <= HEARTBEAT_STALE_SECONDS]
+    stale = [(age, wid) for age, wid in ages if age > HEARTBEAT_STALE_SECONDS]
+
+    def listed(items: list[tuple[float, str]]) -> str:
+        shown = ", ".join(f"{wid} (last beat {_ago(age)})" for age, wid in items[:5])
+        return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+    if alive:
+        detail = f"{len(alive)} alive: {listed(alive)}"
+        if stale:
+            detail += f"; {len(stale)} stopped without signing off: {listed(stale)}"
+        return ok(name, detail)
+    if stale:
+        return fail(
+            name,
+            f"no worker is alive: {listed(stale)} stopped beating ({rule}); nothing is "
+            "sent, delivered or run in the background",
+            START_WORKER,
+        )
+    return fail(
+        name,
+        "no worker is running: nothing is sent, delivered or run in the background",
+        START_WORKER,
+    )
+
+
+# ------------------------------------------------------------------------------ secret key
+
+
+def check_secret(settings: Settings, facts: Facts) -> Check:
+    """Present and readable by its owner only. Never creates it (as `resolved_secret_key`
+    would) and never shows it."""
+    name = "secret_key"
+    path = settings.data_dir / "secret_key"
+    configured = settings.secret_key
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        return fail(name, f"{path} cannot be read ({exc.strerror})", f"check {path}'s permissions")
+    if info is None:
+        if configured:
+            return _env_secret(name, configured)
+        if facts.workspaces:
+            return fail(
+                name,
+                f"no MAILROOM_SECRET_KEY and no {path}, but the database holds "
+                f"{facts.workspaces} workspace(s): a new secret would be made at the next "
+                "start, and the stored DKIM keys, suppression hashes and every link already "
+                "sent would stop working",
+                f"restore {path} from a backup (then `chmod 600 {path}`), or set "
+                "MAILROOM_SECRET_KEY to the secret this installation used",
+            )
+        return warn(
+            name,
+            f"no MAILROOM_SECRET_KEY and no {path} yet: Mailroom generates it there (mode "
+            "600) when it first needs it",
+            "nothing to do on a new installation; back the file up once it exists",
+        )
+    mode = stat.S_IMODE(info.st_mode)
+    try:
+        content = path.read_text().strip()
+    except OSError as exc:
+        return fail(
+            name,
+            f"{path} cannot be read by this user ({exc.strerror})",
+            f"run the doctor as the user Mailroom runs as (the file's owner, uid {info.st_uid})",
+        )
+    in_use = not configured or configured == content
+    if mode & 0o077:
+        who = " and ".join(
+            label for label, bits in (("group", 0o070), ("others", 0o007)) if mode & bits
+        )
+        return fail(
+            name,
+            f"{path} is open to {who} (mode {mode:o}): anyone who reads it can forge "
+            "subscriber and sign-in links" + ("" if in_use else " (MAILROOM_SECRET_KEY is set)"),
+            f"chmod 600 {path}",
+        )
+    if not in_use:
+        return _env_secret(name, configured, also=f"; {path} exists (mode {mode:o}) but is unused")
+    if not content:
+        return fail(
+            name,
+            f"{path} is empty",
+            f"restore {path} from a backup; on a new installation with no data, delete it "
+            "and a new one is generated at the next start",
+        )
+    return ok(name, f"{path} (mode {mode:o}, owner only)")
+
+
+def _env_secret(name: str, value: str, also: str = "") -> Check:
+    if len(value) < 32:
+        return warn(
+            name,
+            f"MAILROOM_SECRET_KEY is set but short ({len(value)} characters){also}: a "
+            "guessable secret lets anyone forge subscriber and sign-in links",
+            "on a new installation, use 48 random characters (python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(48))'); changing it later breaks links already sent "
+            "and the stored DKIM keys",
+        )
+    return ok(name, f"set by MAILROOM_SECRET_KEY ({len(value)} characters){also}")
+
+
+# ----------------------------------------------------------------------------- SMTP relay
+
+
+async def check_smtp(settings: Settings) -> Check:
+    from mailroom.sending.transport import parse_smtp_url
+
+    name = "smtp_relay"
+    if not settings.smtp_url:
+        outbox = settings.data_dir / "outbox"
+        return warn(
+            name,
+            f"MAILROOM_SMTP_URL is not set: every email is written to {outbox}/*.eml "
+            "instead of being sent",
+            "set MAILROOM_SMTP_URL=smtp://user:password@relay.example.net:587 to send for "
+            "real (unset is right for trying Mailroom out)",
+        )
+    shown = mask_url(settings.smtp_url)
+    try:
+        target = parse_smtp_url(settings.smtp_url)
+    except ValueError as exc:
+        return fail(name, f"{shown}: {exc}", "fix MAILROOM_SMTP_URL")
+    try:
+        async with asyncio.timeout(SMTP_SECONDS):
+            return await _smtp_conversation(settings, target, shown)
+    except TimeoutError:
+        return fail(
+            name,
+            f"{shown}: no answer within {SMTP_SECONDS:.0f} s",
+            f"check that the relay at {target.host}:{target.port} is up and that this "
+            "machine may connect to it (firewall, outbound port)",
+        )
+
+
+async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Check:
+    import aiosmtplib
+
+    name = "smtp_relay"
+    where = f"{target.host}:{target.port}"
+    context = ssl.create_default_context()
+    if not target.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    client = aiosmtplib.SMTP(
+        hostname=target.host,
+        port=target.port,
+        use_tls=target.implicit_tls,
+        start_tls=False,  # step by step below, to say which step failed
+        tls_context=context,
+        timeout=SMTP_STEP_SECONDS,
+        local_hostname=settings.resolved_smtp_helo,
+    )
+    steps: list[str] = []
+    concerns: list[str] = []
+    certificate_fix = (
+        "give the relay a certificate valid for its name, or add ?verify=false to "
+        "MAILROOM_SMTP_URL for a relay with a self-signed one"
+    )
+    try:
+        try:
+            greeting = await client.connect()
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            tls = _tls_error(exc)
+            if tls is not None:
+                return fail(name, f"{shown}: TLS failed ({_short_error(tls)})", certificate_fix)
+            return fail(
+                name,
+                f"{shown}: could not connect ({_connect_error(exc)})",
+                f"check the host and port in MAILROOM_SMTP_URL, that the relay at {where} is "
+                "running, and that this machine may connect to it (firewall, outbound port)",
+            )
+        steps.append(f"connected ({greeting.code}{' TLS' if target.implicit_tls else ''})")
+        try:
+            await _ehlo(client)
+        except aiosmtplib.SMTPException as exc:
+            return fail(
+                name,
+                f"{shown}: refused our EHLO {settings.resolved_smtp_helo} ({_short_error(exc)})",
+                "set MAILROOM_SMTP_HELO to this machine's public host name (one whose "
+                "address resolves back to it)",
+            )
+        steps.append("EHLO ok")
+        if not target.implicit_tls:
+            offered = client.supports_extension("starttls")
+            if target.starttls is False:
+                steps.append("no STARTTLS (?starttls=never)")
+                if target.password and not _is_loopback(target.host):
+                    concerns.append("the password crosses the network unencrypted")
+            elif offered:
+                try:
+                    await client.starttls(tls_context=context)
+                except (aiosmtplib.SMTPException, OSError) as exc:
+                    problem = _tls_error(exc) or exc
+                    return fail(
+                        name, f"{shown}: STARTTLS failed ({_short_error(problem)})", certificate_fix
+                    )
+                await _ehlo(client)
+                steps.append("STARTTLS ok")
+            elif target.starttls:
+                return fail(
+                    name,
+                    f"{shown}: the relay does not offer STARTTLS, and MAILROOM_SMTP_URL "
+                    "requires it (?starttls=require)",
+                    "enable STARTTLS on the relay, or use smtps:// (port 465) if it speaks "
+                    "TLS from the first byte",
+                )
+            else:
+                steps.append("STARTTLS not offered")
+                if not _is_loopback(target.host):
+                    concerns.append("the relay offers no STARTTLS: mail travels unencrypted")
+        if target.username:
+            if not client.supports_extension("auth"):
+                return fail(
+                    name,
+                    f"{shown}: the relay offers no AUTH, but MAILROOM_SMTP_URL has a user name",
+                    "remove user:password from MAILROOM_SMTP_URL if the relay accepts this "
+                    "machine by its address, or enable AUTH on the relay (many offer it only "
+                    "after STARTTLS)",
+                )
+            try:
+                await client.login(target.username, target.password or "")
+            except aiosmtplib.SMTPAuthenticationError as exc:
+                return fail(
+                    name,
+                    f"{shown}: the relay refused the user name and password of "
+                    f"{target.username} ({exc.code} {exc.message})",
+                    "check the user and password in MAILROOM_SMTP_URL (percent-encode @ : / "
+                    "and % in them)",
+                )
+            except aiosmtplib.SMTPException as exc:
+                return fail(
+                    name,
+                    f"{shown}: AUTH failed ({_short_error(exc)})",
+                    "check the relay's AUTH mechanisms (PLAIN, LOGIN or CRAM-MD5) and the "
+                    "user and password in MAILROOM_SMTP_URL",
+                )
+            steps.append(f"AUTH ok as {target.username}")
+        else:
+            steps.append("no AUTH configured")
+    except aiosmtplib.SMTPServerDisconnected as exc:
+        return fail(
+            name,
+            f"{shown}: the relay hung up after {', '.join(steps) or 'connecting'} "
+            f"({_short_error(exc)})",
+            "look at the relay's log for why it closed the connection",
+        )
+    finally:
+        await _quit(client)
+    detail = f"{shown}: {', '.join(steps)}"
+    if concerns:
+        return warn(
+            name,
+            f"{detail}; {'; '.join(concerns)}",
+            "enable STARTTLS on the relay (and drop ?starttls=never), or use smtps://",
+        )
+    return ok(name, detail)
+
+
+async def _ehlo(client: Any) -> None:
+    import aiosmtplib
+
+    try:
+        await client.ehlo()
+    except aiosmtplib.SMTPHeloError:
+        if not client.is_connected:
+            raise
+        await client.helo()
+
+
+async def _quit(client: Any) -> None:
+    import aiosmtplib
+
+    if not client.is_connected:
+        return
+    try:
+        await client.quit()
+    except (aiosmtplib.SMTPException, OSError, TimeoutError):
+        client.close()
+
+
+# ---------------------------------------------------------------------------- bounce listener
+
+
+async def check_bounce_listener(settings: Settings) -> Check:
+    import aiosmtplib
+
+    from mailroom.bounces.listener import parse_address
+
+    name = "bounce_listener"
+    if not settings.bounce_smtp:
+        if not settings.smtp_url:
+            return ok(name, "MAILROOM_BOUNCE_SMTP is not set (no relay: nothing can bounce)")
+        return warn(
+            name,
+            "MAILROOM_BOUNCE_SMTP is not set: bounces and complaints that come back to the "
+            "return path are not received (unless `mailroom bounces --listen` runs apart)",
+            "set MAILROOM_BOUNCE_SMTP=0.0.0.0:25 (the worker starts the listener; or run "
+            "`mailroom bounces`) and point the return-path domain's MX at this machine",
+        )
+    try:
+        host, port = parse_address(settings.bounce_smtp)
+    except ValueError as exc:
+        return fail(name, str(exc), "set MAILROOM_BOUNCE_SMTP to host:port, e.g. 0.0.0.0:25")
+    # Listening on every address: ask this machine (a comparison, not a bind).
+    anywhere = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
+    asked = anywhere.get(host, host)
+    where = f"[{asked}]:{port}" if ":" in asked else f"{asked}:{port}"
+    client = aiosmtplib.SMTP(
+        hostname=asked,
+        port=port,
+        start_tls=False,
+        timeout=BOUNCE_SECONDS,
+        local_hostname=settings.resolved_smtp_helo,
+    )
+    try:
+        async with asyncio.timeout(BOUNCE_SECONDS * 2):
+            greeting = await client.connect()
+            await _ehlo(client)
+    except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+        return fail(
+            name,
+            f"nothing answers SMTP at {where} (MAILROOM_BOUNCE_SMTP): {_connect_error(exc)}",
+            "start the listener: `mailroom worker` or `mailroom serve` start it when "
+            "MAILROOM_BOUNCE_SMTP is set, `mailroom bounces` runs it alone",
+        )
+    finally:
+        await _quit(client)
+    banner = greeting.message.splitlines()[0] if greeting.message else ""
+    return ok(name, f"{where} answered {greeting.code} {banner}".strip())
+
+
+# ------------------------------------------------------------------------------ public URL
+
+
+async def check_public_url(settings: Settings) -> Check:
+    import httpx
+
+    name = "public_url"
+    base = settings.public_url.rstrip("/")
+    url = f"{base}/healthz"
+    shown = mask_url(url)
+    serve_fix = (
+        "start `mailroom serve`, or set MAILROOM_PUBLIC_URL to the address people reach "
+        "Mailroom at (and check the reverse proxy in front of it)"
+    )
+    started = time.perf_counter()
+    try:
+        async with (
+            asyncio.timeout(HTTP_SECONDS * 2),
+            httpx.AsyncClient(timeout=HTTP_SECONDS, follow_redirects=False) as client,
+        ):
+            response = await client.get(url)
+    except (httpx.HTTPError, OSError, TimeoutError, ValueError) as exc:
+        return fail(name, f"{shown} did not answer ({_connect_error(exc)})", serve_fix)
+    took = (time.perf_counter() - started) * 1000
+    if response.is_redirect:
+        where = response.headers.get("location", "")
+        return fail(
+            name,
+            f"{shown} redirects ({response.status_code}) to {mask_url(where)}: links in "
+            "emails take a detour, or break",
+            "set MAILROOM_PUBLIC_URL to the address it redirects to (usually https://...)",
+        )
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or "database" not in body:
+        return fail(
+            name,
+            f"{shown} answered {response.status_code}, but not as Mailroom does",
+            "point the reverse proxy (or MAILROOM_PUBLIC_URL) at Mailroom",
+        )
+    if response.status_code != 200:
+        return fail(
+            name,
+            f"{shown} answered {response.status_code}: the server cannot reach its database "
+            f"({body.get('error') or body.get('database')})",
+            "check the server's MAILROOM_DATABASE_URL and the database server",
+        )
+    version = body.get("version")
+    return ok(name, f"{shown} answered 200 in {took:.0f} ms (Mailroom {version})")
+
+
+# ---------------------------------------------------------------------------- sending domains
+
+
+async def check_domains(settings: Settings, facts: Facts) -> list[Check]:
+    """Each sending domain's records against what Mailroom expects, looked up by the domains'
+    own verification code (`domains.service.lookup`), without recording anything."""
+    if not facts.reachable:
+        return [warn("sending_domains", "not checked: the database could not be read")]
+    if facts.domains_error is not None:
+        return [
+            fail(
+                "sending_domains",
+                f"the sending domains cannot be read ({facts.domains_error})",
+                "run `mailroom db upgrade`",
+            )
+        ]
+    if not facts.domains:
+        if not settings.smtp_url:
+            return [ok("sending_domains", "none yet (no relay: the outbox takes every email)")]
+        return [
+            warn(
+                "sending_domains",
+                "no sending domain: with a relay, only mail from a verified domain goes out",
+                "add one (POST /api/v1/domains, or the dashboard's Sending page), publish "
+                "its records and verify it",
+            )
+        ]
+    from mailroom.domains import service as domains
+
+    gate = asyncio.Semaphore(DOMAIN_CONCURRENCY)
+    names = [row.domain for row in facts.domains]
+
+    async def one(row: DomainRow) -> Check:
+        target = domains.Target(row.id, row.workspace_id, row.domain, row.selector, row.public_key)
+        async with gate:
+            verdicts = await domains.lookup(settings, target)
+        shown = f"domain:{row.domain}"
+        if names.count(row.domain) > 1:
+            shown += f" (workspace {row.workspace_id})"
+        return _domain_check(settings, shown, row, target, verdicts)
+
+    return list(await asyncio.gather(*(one(row) for row in facts.domains)))
+
+
+def _domain_check(
+    settings: Settings, name: str, row: DomainRow, target: Any, verdicts: dict[str, Any]
+) -> Check:
+    from mailroom.domains import dns
+
+    records = {record.purpose: record for record in target.records(settings)}
+    summary = "; ".join(
+        f"{dns.LABELS[p]} ok" if v.ok else f"{dns.LABELS[p]}: {v.reason}"
+        for p, v in verdicts.items()
+    )
+    wrong = [p for p, v in verdicts.items() if not v.ok]
+    publish = "; ".join(
+        f"publish {records[p].type} {records[p].host} = {records[p].value}"
+        for p in wrong
+        if verdicts[p].definite
+    )
+    unanswered = [p for p in wrong if not verdicts[p].definite]
+    dns_fix = (
+        "the DNS did not answer: check the resolver (MAILROOM_DNS_NAMESERVERS) and the "
+        "domain's name servers, then run the doctor again"
+    )
+    verify = (
+        f"verify it (POST /api/v1/domains/{row.id}/verify, or Verify on the dashboard's "
+        "Sending page of workspace " + row.workspace_id + ")"
+    )
+    if row.status != "verified":
+        why = f" ({row.failure_reason})" if row.failure_reason else ""
+        held = " mail from it is held while a relay is set;" if settings.smtp_url else ""
+        if not wrong:
+            return warn(
+                name,
+                f"{row.status}, not verified{why}; its records are right now: {summary}",
+                verify,
+            )
+        steps = [s for s in (publish, dns_fix if unanswered else "") if s]
+        return warn(
+            name,
+            f"{row.status}, not verified:{held} {summary}",
+            "; ".join([*steps, f"then {verify}"]),
+        )
+    if not wrong:
+        return ok(name, f"verified; {summary}")
+    fix = "; ".join(s for s in (publish, dns_fix if unanswered else "") if s)
+    if dns.DKIM in wrong and verdicts[dns.DKIM].definite:
+        return fail(
+            name,
+            f"verified, but its DKIM record is not what Mailroom signs with: {summary} "
+            "(receivers fail its DKIM signature; the daily re-check will mark it failed)",
+            fix,
+        )
+    if dns.DKIM in wrong:
+        return warn(name, f"verified; {summary}", fix)
+    return warn(name, f"verified; the advised records are not all right: {summary}", fix)
+
+
+# -------------------------------------------------------------------------------- disk space
+
+
+def disk_verdict(free: int, total: int) -> str:
+    if free < DISK_FAIL_BYTES:
+        return FAIL
+    if free < DISK_WARN_BYTES or (total and free / total < DISK_WARN_FRACTION):
+        return WARN
+    return OK
+
+
+def check_disk(settings: Settings, usage: Callable[[Path], Any] | None = None) -> Check:
+    name = "disk_space"
+    directory = settings.data_dir.resolve()
+    measured = directory
+    while not measured.exists() and measured != measured.parent:
+        measured = measured.parent
+    try:
+        found = (usage or shutil.disk_usage)(measured)
+    except OSError as exc:
+        return warn(name, f"cannot measure {measured} ({exc.strerror})")
+    free, total = int(found.free), int(found.total)
+    percent = 100 * free / total if total else 0.0
+    where = str(directory) + ("" if measured == directory else f" (not made yet; {measured})")
+    detail = (
+        f"{_size(free)} free of {_size(total)} ({percent:.0f} %) for {where} ({DISK_THRESHOLDS})"
+    )
+    verdict = disk_verdict(free, total)
+    clean = (
+        f"free space on that filesystem (old {directory / 'outbox'} files, logs, backups) "
+        "or move MAILROOM_DATA_DIR to a larger disk"
+    )
+    if verdict == FAIL:
+        return fail(name, detail, clean + ": SQLite and the outbox stop writing when it is full")
+    if verdict == WARN:
+        return warn(name, detail, clean)
+    return ok(name, detail)
+
+
+# ---------------------------------------------------------------------------------- run
+
+
+def _loopback_links(settings: Settings, checks: list[Check]) -> list[Check]:
+    """Links in real mail pointing at this machine's loopback address help nobody."""
+    host = urlsplit(settings.public_url).hostname or ""
+    if not settings.smtp_url or not _is_loopback(host):
+        return checks
+    try:
+        from mailroom.sending.transport import parse_smtp_url
+
+        relay_host = parse_smtp_url(settings.smtp_url).host
+    except ValueError:
+        return checks
+    if _is_loopback(relay_host):
+        return checks  # a test or a local relay: links to this machine may be right
+    return [
+        warn(
+            c.name,
+            f"{c.detail}; it is a loopback address, so the links in emails (unsubscribe, "
+            "web view, clicks) do not work for their recipients",
+            "set MAILROOM_PUBLIC_URL to the address people reach Mailroom at",
+        )
+        if c.name == "public_url" and c.status == OK
+        else c
+        for c in checks
+    ]
+
+
+async def run(settings: Settings) -> list[Check]:
+    """Every check, in a fixed order."""
+    facts = await read_facts(settings)
+    # The database is closed now: the network checks hold nothing while they wait.
+    network: list[Awaitable[Any]] = [
+        check_smtp(settings),
+        check_domains(settings, facts),
+        check_bounce_listener(settings),
+        check_public_url(settings),
+    ]
+    smtp, domain_checks, bounces, public = await asyncio.gather(*network)
+    checks = [
+        check_database(facts),
+        check_migrations(facts),
+        check_secret(settings, facts),
+        smtp,
+        *domain_checks,
+        check_workers(facts),
+        bounces,
+        public,
+        check_disk(settings),
+    ]
+    return _loopback_links(settings, checks)
+
+
+def report(checks: list[Check]) -> dict[str, Any]:
+    """What `--json` prints."""
+    return {"ok": not failed(checks), "checks": [c.as_dict() for c in checks]}

@@ -1,0 +1,101 @@
+"""Around every HTTP request (the outermost middleware): its id, its metrics and its access-log
+line.
+
+- `X-Request-ID`: taken from the request when well-formed (1-128 of letters, digits and
+  `._:-`), else made; answered on every response and carried by every log line written while
+  the request is answered (core.logs).
+- Metrics (core.metrics) by the route's template, never its path (`/api/v1/contacts/{id}`), so
+  the labels stay bounded whatever ids are asked for; a path no route matched is `unmatched`.
+- One access-log line (`mailroom.access`): method, path, status, duration, route, the
+  workspace of the key. The path's token-like parameters are redacted (subscriber links,
+  sign-in links) and the query string is left out: it may carry a token.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mailroom.core import logs, metrics
+
+UNMATCHED = "unmatched"
+REQUEST_ID_HEADER = b"x-request-id"
+WELL_FORMED = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+SECRET_PARAMS = ("token", "code", "secret")
+
+access = logging.getLogger("mailroom.access")
+
+
+def request_id_of(scope: Scope) -> str:
+    for name, value in scope.get("headers") or ():
+        if name == REQUEST_ID_HEADER:
+            given = value.decode("latin-1")
+            if WELL_FORMED.fullmatch(given):
+                return given
+            break
+    return uuid.uuid4().hex
+
+
+def shown_path(scope: Scope) -> str:
+    """The path with the values of token-like path parameters replaced."""
+    path: str = scope.get("path", "")
+    for name, value in (scope.get("path_params") or {}).items():
+        secret = any(word in name.lower() for word in SECRET_PARAMS)
+        if secret and isinstance(value, str) and value:
+            path = path.replace(value, logs.REDACTED)
+    return logs.redact(path)
+
+
+class ObserveMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = request_id_of(scope)
+        token = logs.REQUEST_ID.set(request_id)
+        workspace = logs.WORKSPACE_ID.set(None)  # the key check sets it
+        status = 500  # an answer never started: the server's failure
+        header = (REQUEST_ID_HEADER, request_id.encode("latin-1"))
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            seconds = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED
+            method = scope["method"] if scope["method"] in metrics.METHODS else "OTHER"
+            metrics.HTTP_REQUESTS.labels(route, method, str(status)).inc()
+            metrics.HTTP_LATENCY.labels(route, method).observe(seconds)
+            principal = (scope.get("state") or {}).get("principal")
+            access.info(
+                "%s %s %s %.1f ms",
+                method,
+                shown_path(scope),
+                status,
+                seconds * 1000,
+                extra={
+                    "request_id": request_id,
+                    "workspace_id": getattr(principal, "workspace_id", None),
+                    "method": method,
+                    "route": route,
+                    "path": shown_path(scope),
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 1),
+                },
+            )
+            logs.REQUEST_ID.reset(token)
+            logs.WORKSPACE_ID.reset(workspace)

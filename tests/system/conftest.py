@@ -1,0 +1,3 @@
+"""Fixtures the system tests borrow: the sending tests' SMTP sink and engine driver."""
+
+from tests.sending.conftest import driver, sink  # noqa: F401 (fixtures)

@@ -80,22 +80,30 @@ class ObserveMiddleware:
             method = scope["method"] if scope["method"] in metrics.METHODS else "OTHER"
             metrics.HTTP_REQUESTS.labels(route, method, str(status)).inc()
             metrics.HTTP_LATENCY.labels(route, method).observe(seconds)
-            principal = (scope.get("state") or {}).get("principal")
-            access.info(
-                "%s %s %s %.1f ms",
-                method,
-                shown_path(scope),
-                status,
-                seconds * 1000,
-                extra={
-                    "request_id": request_id,
-                    "workspace_id": getattr(principal, "workspace_id", None),
-                    "method": method,
-                    "route": route,
-                    "path": shown_path(scope),
-                    "status": status,
-                    "duration_ms": round(seconds * 1000, 1),
-                },
-            )
+            if access.isEnabledFor(logging.INFO):
+                _log_access(scope, request_id, method, route, status, seconds)
             logs.REQUEST_ID.reset(token)
             logs.WORKSPACE_ID.reset(workspace)
+
+
+def _log_access(
+    scope: Scope, request_id: str, method: str, route: str, status: int, seconds: float
+) -> None:
+    principal = (scope.get("state") or {}).get("principal")
+    path = shown_path(scope)
+    access.info(
+        "%s %s %s %.1f ms",
+        method,
+        path,
+        status,
+        seconds * 1000,
+        extra={
+            "request_id": request_id,
+            "workspace_id": getattr(principal, "workspace_id", None),
+            "method": method,
+            "route": route,
+            "path": path,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 1),
+        },
+    )

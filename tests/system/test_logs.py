@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mailroom.core import logs
+from tests.platform_imports.helpers import mailchimp_zip, work
 from tests.sending.helpers import ok
 
 TOKEN = "Zq7tokenValue_0123456789abcdef"
@@ -116,3 +117,29 @@ async def test_a_runs_log_holds_no_token_key_secret_password_or_address(
     paths = {line["path"] for line in found if line["logger"] == "mailroom.access"}
     assert f"/u/{logs.REDACTED}" in paths and f"/app/link/{logs.REDACTED}" in paths
     assert all("?" not in p for p in paths)  # no query string
+
+
+async def test_the_workers_lines_about_an_import_carry_the_request_that_started_it(
+    client, db, settings, ws, captured
+):
+    answer = await client.post(
+        "/api/v1/imports",
+        headers={**ws.headers, "X-Request-ID": "req-import-7"},
+        data={"platform": "mailchimp"},
+        files={"file": ("export.zip", mailchimp_zip(), "application/octet-stream")},
+    )
+    assert answer.status_code == 202, answer.text
+    assert answer.headers["x-request-id"] == "req-import-7"
+    job_id = answer.json()["import"]["id"]
+    captured.truncate(0)
+    captured.seek(0)
+    assert await work(db, settings) == 1  # the worker's loop, outside any request
+    worker_lines = [
+        line for line in lines(captured) if line["logger"] == "mailroom.platform_imports"
+    ]
+    assert [line["message"] for line in worker_lines] == [
+        f"platform import {job_id} (mailchimp) running",
+        f"platform import {job_id} done: 9 contacts",
+    ]
+    assert {line["request_id"] for line in worker_lines} == {"req-import-7"}
+    assert logs.REQUEST_ID.get() is None  # nothing carried past the job

@@ -26,6 +26,13 @@ from mailroom.core.emails import mask_email
 REQUEST_ID: ContextVar[str | None] = ContextVar("mailroom_request_id", default=None)
 WORKSPACE_ID: ContextVar[str | None] = ContextVar("mailroom_workspace_id", default=None)
 
+
+def current_request_id() -> str | None:
+    """The id of the request being answered: kept on the work it queues (a job, an import),
+    so the worker's lines about that work carry it too."""
+    return REQUEST_ID.get()
+
+
 _EMAIL = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _SECRETS = re.compile(
     r"\b(mr_live_|mr_grant_|mr_at_|mr_rt_|whsec_)[A-Za-z0-9_\-]+"  # keys, tokens, secrets

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from mailroom.core import logs
 from mailroom.core.clock import utcnow
 from mailroom.db import Database, claim_due
 from mailroom.models import Job
@@ -71,11 +72,20 @@ async def work_due_jobs(
 
 
 async def _work_one(db: Database, job_id: str) -> None:
+    carried = logs.REQUEST_ID.set(None)
+    try:
+        await _run_one(db, job_id)
+    finally:
+        logs.REQUEST_ID.reset(carried)
+
+
+async def _run_one(db: Database, job_id: str) -> None:
     try:
         async with db.transaction() as session:
             job = await session.get(Job, job_id)
             if job is None or job.status != "pending":
                 return
+            logs.REQUEST_ID.set(job.request_id)  # its lines carry the request that queued it
             func = _handlers.get(job.kind)
             if func is None:
                 raise LookupError(f"no handler for job kind {job.kind!r}")

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from mailroom.core.clock import utcnow
 from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.core.ids import new_id
+from mailroom.core.logs import current_request_id
 from mailroom.db import Base, DueWork
 
 
@@ -30,3 +31,5 @@ class Job(DueWork, Base):
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The request that queued it (`X-Request-ID`): on the worker's log lines about it.
+    request_id: Mapped[str | None] = mapped_column(String(128), default=current_request_id)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Mapped, deferred, mapped_column
 from mailroom.core.clock import utcnow
 from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.core.ids import new_id
+from mailroom.core.logs import current_request_id
 from mailroom.db import Base, DueWork
 
 
@@ -50,3 +51,5 @@ class PlatformImport(DueWork, Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The request that started it (`X-Request-ID`): on the worker's log lines about it.
+    request_id: Mapped[str | None] = mapped_column(String(128), default=current_request_id)

@@ -30,7 +30,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import undefer
 
 from mailroom.contacts import domains
-from mailroom.core import urlguard
+from mailroom.core import logs, urlguard
 from mailroom.core.clock import utcnow
 from mailroom.core.emails import email_domain
 from mailroom.core.errors import ApiError
@@ -82,6 +82,7 @@ class Job:
     done: int
     total: int
     attempts: int
+    request_id: str | None = None  # the request that started it: on this run's log lines
 
 
 async def run_due(db: Database, context_for: Any, settings: Settings, worker_id: str) -> int:
@@ -134,6 +135,14 @@ class _Run:
         job = await self._load()
         if job is None:
             return
+        carried = logs.REQUEST_ID.set(job.request_id)
+        try:
+            await self._run(job)
+        finally:
+            logs.REQUEST_ID.reset(carried)
+
+    async def _run(self, job: Job) -> None:
+        log.info("platform import %s (%s) running", job.id, job.platform)
         try:
             if job.attempts > MAX_ATTEMPTS:
                 reason = GAVE_UP.format(attempts=job.attempts - 1, done=job.done, total=job.total)
@@ -174,6 +183,7 @@ class _Run:
                 row.progress_done,
                 row.progress_total,
                 row.attempts,
+                row.request_id,
             )
 
     async def _work(self, job: Job) -> None:
@@ -228,6 +238,7 @@ class _Run:
                 finished_at=utcnow(),
                 locked_until=None,
             )
+        log.info("platform import %s done: %d contacts", job.id, total)
 
     async def _export(self, job: Job) -> PlatformExport:
         """The export as the POST read it (or an earlier run pulled it), else pulled now."""

@@ -6,10 +6,13 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 HERE = Path(__file__).parent
+# The advisory lock that lets one process at a time migrate a PostgreSQL database.
+LOCK = 0x6D61696C726F6F6D  # "mailroom"
 
 
 def alembic_config() -> Config:
@@ -27,6 +30,12 @@ async def upgrade(url: str, revision: str = "head") -> None:
     engine = create_async_engine(url)
     try:
         async with engine.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                # Processes started together (servers and workers of a rollout) migrate one
+                # at a time: the others wait here, then find the schema at head. The lock is
+                # the session's, released when this connection closes.
+                await connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": LOCK})
+                await connection.commit()
 
             def run(sync_connection: Connection) -> None:
                 config = alembic_config()

@@ -89,9 +89,20 @@ def _measured_pool(name: str) -> type[AsyncAdaptedQueuePool]:
 
 
 def _count_in_use(engine: AsyncEngine, name: str) -> None:
+    """Checked-out connections; a check-in counts only after its check-out (SQLAlchemy also
+    checks in a connection whose reconnect failed, which was never out)."""
     gauge = metrics.DB_CONNECTIONS_IN_USE.labels(name)
-    event.listen(engine.sync_engine, "checkout", lambda *_: gauge.inc())
-    event.listen(engine.sync_engine, "checkin", lambda *_: gauge.dec())
+
+    def checked_out(_connection: Any, record: Any, _proxy: Any) -> None:
+        record.info["mailroom_out"] = True
+        gauge.inc()
+
+    def checked_in(_connection: Any, record: Any) -> None:
+        if record.info.pop("mailroom_out", False):
+            gauge.dec()
+
+    event.listen(engine.sync_engine, "checkout", checked_out)
+    event.listen(engine.sync_engine, "checkin", checked_in)
 
 
 def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> AsyncEngine:

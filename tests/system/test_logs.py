@@ -102,13 +102,25 @@ async def test_a_runs_log_holds_no_token_key_secret_password_or_address(
     noisy.warning("secret %s, header Authorization: Bearer mr_at_%s", hook["secret"], TOKEN)
     noisy.warning("relay smtp://mailer:hunter2secret@smtp.example:587 said no")
     noisy.warning('body {"email": "x@y.example", "password": "hunter2secret"}')
+    noisy.warning("{'password': 'hunter2secret'} Authorization: Basic aHVudGVyMnNlY3JldA==")
+    noisy.warning("GET http://mailroom.mcp/api/v1/contacts?q=jane.doe%%40mail.example&a=b")
+    noisy.warning("store secret mrs_%s, mailchimp 0123456789abcdef0123456789abcdef-us21", TOKEN)
     try:
         raise RuntimeError(f"failed for jane.doe@mail.example on /u/{TOKEN}")
     except RuntimeError:
         noisy.exception("a traceback")
 
     text = captured.getvalue()
-    for secret in (TOKEN, key, hook["secret"], "hunter2secret", "jane.doe@mail.example"):
+    for secret in (
+        TOKEN,
+        key,
+        hook["secret"],
+        "hunter2secret",
+        "aHVudGVyMnNlY3JldA",
+        "jane.doe@mail.example",
+        "jane.doe%40mail.example",
+        "0123456789abcdef0123456789abcdef",
+    ):
         assert secret not in text, secret
     found = lines(captured)
     assert "j***@mail.example" in json.dumps(found)

@@ -175,6 +175,9 @@ async def test_webhook_deliveries_by_outcome(client, db, factory, settings):
         (("127.0.0.1", 5000), {}, 200),
         (("127.8.9.10", 5000), {}, 200),
         (("::1", 5000, 0, 0), {}, 200),
+        (("::ffff:127.0.0.1", 5000, 0, 0), {}, 200),  # a dual-stack bind's loopback client
+        (("::ffff:203.0.113.9", 5000, 0, 0), {}, 403),
+        (("127.0.0.1", 5000), {"X-Forwarded-Proto": "https"}, 403),
         (("203.0.113.9", 5000), {}, 403),
         (("127.0.0.1", 5000), {"X-Forwarded-For": "203.0.113.9"}, 403),
         (("127.0.0.1", 5000), {"Forwarded": "for=203.0.113.9"}, 403),
@@ -218,3 +221,17 @@ async def test_a_token_is_needed_from_everywhere_once_set(
         assert answer.headers["www-authenticate"] == "Bearer"
     else:
         assert "mailroom_queue_pending" in answer.text
+
+
+async def test_a_scrape_while_the_database_is_down_still_answers(client, db, monkeypatch):
+    async def down(_db):
+        raise OSError("connection refused")
+
+    monkeypatch.setattr("mailroom.system.metrics.read_figures", down)
+    samples, text = await scrape(client)
+    assert value(samples, "mailroom_database_up") == 0
+    assert "mailroom_http_requests_total" in text  # the processes' own figures
+    assert "mailroom_queue_pending" not in text
+    monkeypatch.undo()
+    samples, _ = await scrape(client)
+    assert value(samples, "mailroom_database_up") == 1

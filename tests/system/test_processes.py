@@ -84,7 +84,10 @@ async def test_two_servers_and_a_worker_report_as_one(cli_env: Any, ws: Any, tmp
                 await asyncio.sleep(0.2)
             for _ in range(REQUESTS):  # new connections: both server processes take some
                 async with httpx.AsyncClient(base_url=base, timeout=30) as one:
-                    answer = await one.get("/api/v1/contacts", headers=ws.headers)
+                    answer = await one.get(
+                        "/api/v1/contacts?q=jane.doe%40mail.example&token=QuerySecret123",
+                        headers=ws.headers,
+                    )
                     assert answer.status_code == 200, answer.text
             # The worker's first heartbeat (it beats every 5 s).
             while True:
@@ -108,6 +111,9 @@ async def test_two_servers_and_a_worker_report_as_one(cli_env: Any, ws: Any, tmp
     assert {e["workspace_id"] for e in access if e.get("route") == "/api/v1/contacts"} == {
         ws.workspace_id
     }
-    assert ws.headers["x-api-key"] not in "\n".join(logged)
+    everything = "\n".join(logged)
+    for secret in (ws.headers["x-api-key"], "QuerySecret123", "jane.doe"):
+        assert secret not in everything
+    assert not [e for e in entries if e["logger"] == "uvicorn.access"]  # ours alone, redacted
     metrics_dir = Path(cli_env["MAILROOM_DATA_DIR"]) / "metrics"
     assert any(metrics_dir.glob("counter_*.db"))  # where the processes kept their counts

@@ -33,25 +33,34 @@ def current_request_id() -> str | None:
     return REQUEST_ID.get()
 
 
-_EMAIL = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-_SECRETS = re.compile(
-    r"\b(mr_live_|mr_grant_|mr_at_|mr_rt_|whsec_)[A-Za-z0-9_\-]+"  # keys, tokens, secrets
+_EMAIL = re.compile(
+    r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+(?:@|%40)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+", re.IGNORECASE
 )
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]+")
+_SECRETS = re.compile(
+    # keys, assistant grants and tokens, webhook and store secrets
+    r"\b(mr_live_|mr_grant_|mr_at_|mr_rt_|whsec_|mrs_)[A-Za-z0-9_\-]+"
+)
+_MAILCHIMP_KEY = re.compile(r"\b[0-9a-f]{32}-us[0-9]{1,2}\b")
+_BEARER = re.compile(r"(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]+")
+# A query string's values (a token, an address, an OAuth code or state): never needed to
+# read a log.
+_QUERY = re.compile(r"(\?|&)([A-Za-z0-9_.\-]+)=[^&\s\"']*")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s]*@")
 # Subscriber and sign-in links: /u/<token>, /p/, /v/, /o/, /l/, /confirm/, /f/confirm/, /app/link/
 _LINK_TOKEN = re.compile(r"(/(?:u|p|v|o|l|confirm|f/confirm|app/link)/)[A-Za-z0-9._~%\-]{8,}")
-_PASSWORD_FIELD = re.compile(r"(?i)(\"?password\"?\s*[:=]\s*\"?)[^\s\",}]+")
+_PASSWORD_FIELD = re.compile(r"(?i)([\"']?password[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+")
 REDACTED = "[redacted]"
 
 
 def redact(text: str) -> str:
     text = _URL_PASSWORD.sub(r"\1***@", text)
+    text = _QUERY.sub(r"\1\2=***", text)
     text = _SECRETS.sub(r"\1***", text)
+    text = _MAILCHIMP_KEY.sub("***-us", text)
     text = _BEARER.sub(r"\1***", text)
     text = _LINK_TOKEN.sub(r"\1" + REDACTED, text)
     text = _PASSWORD_FIELD.sub(r"\1***", text)
-    return _EMAIL.sub(lambda m: mask_email(m.group(0)), text)
+    return _EMAIL.sub(lambda m: mask_email(m.group(0).replace("%40", "@")), text)
 
 
 class PlainFormatter(logging.Formatter):
@@ -99,7 +108,13 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    # uvicorn's access line prints the raw path and query string: web.observe writes the
+    # redacted one instead.
+    logging.getLogger("uvicorn.access").disabled = True
+    # httpx logs every request's URL with its query string at INFO (the MCP tools call the
+    # API through it): warnings and errors only.
+    logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -17,11 +17,20 @@ def use_directory(data_dir: Path) -> Path:
     chosen = Path(os.environ.get(MULTIPROC_ENV) or data_dir / "metrics")
     chosen.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.environ[MULTIPROC_ENV] = str(chosen)
-    for path in chosen.glob("gauge_live*_*.db"):
+    forget_dead_processes()
+    return chosen
+
+
+def forget_dead_processes() -> None:
+    """The live gauges of processes that are gone (killed, or a server child uvicorn
+    replaced) leave the sums: their files go. Run at start and at every scrape."""
+    directory = os.environ.get(MULTIPROC_ENV)
+    if not directory:
+        return
+    for path in Path(directory).glob("gauge_live*_*.db"):
         pid = path.stem.rsplit("_", 1)[-1]
         if pid.isdigit() and not _alive(int(pid)):
             path.unlink(missing_ok=True)
-    return chosen
 
 
 def process_exited() -> None:

@@ -10,6 +10,7 @@ included, and nothing without it.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import secrets
 from datetime import datetime
 from typing import Any
@@ -19,10 +20,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import case, func, select
 
-from mailroom.core import metrics
+from mailroom.core import metrics, multiprocess
 from mailroom.core.clock import utcnow
 from mailroom.core.errors import ApiError
-from mailroom.db import Database
+from mailroom.db import HEARTBEAT_STALE_SECONDS, Database
 from mailroom.models import AutomationRun, Job, PlatformImport, SendLog, WebhookDelivery
 from mailroom.models.workers import WorkerProcess
 from mailroom.settings import Settings
@@ -35,7 +36,9 @@ QUEUES: dict[str, Any] = {
     "jobs": Job,
     "platform_imports": PlatformImport,
 }
-FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+FORWARDING_HEADERS = ("forwarded", "x-real-ip")  # and every x-forwarded-*
+SHOWN_FOR_SECONDS = 3600
+log = logging.getLogger("mailroom.metrics")
 LOOPBACK_ONLY = (
     "Metrics are served to loopback clients only; set MAILROOM_METRICS_TOKEN to scrape "
     "from elsewhere"
@@ -53,21 +56,33 @@ def check_access(settings: Settings, client: str | None, headers: Any) -> None:
         ):
             raise ApiError(401, TOKEN_NEEDED, headers={"WWW-Authenticate": "Bearer"})
         return
-    if not _loopback(client) or any(h in headers for h in FORWARDING_HEADERS):
+    forwarded = any(
+        name in FORWARDING_HEADERS or name.startswith("x-forwarded-") for name in headers
+    )
+    if forwarded or not _loopback(client):
         raise ApiError(403, LOOPBACK_ONLY)
 
 
 def _loopback(client: str | None) -> bool:
     try:
-        return client is not None and ipaddress.ip_address(client).is_loopback
+        address = ipaddress.ip_address(client or "")
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 from a dual-stack bind
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 async def exposition(db: Database) -> bytes:
-    """The text exposition: the processes' metrics, then the database's figures."""
-    figures = await read_figures(db)
+    """The text exposition: the processes' metrics, then the database's figures (or, while
+    the database does not answer, `mailroom_database_up 0`: the processes' figures matter
+    most then)."""
+    try:
+        figures: dict[str, Any] | None = await read_figures(db)
+    except Exception:  # any failure to read the database is "down"; the rest still answers
+        log.warning("metrics: the database could not be read", exc_info=True)
+        figures = None
     if metrics.MULTIPROCESS:
+        multiprocess.forget_dead_processes()
         processes = CollectorRegistry()
         MultiProcessCollector(processes)
     else:
@@ -108,10 +123,17 @@ async def read_figures(db: Database) -> dict[str, Any]:
 class _Figures:
     """A collector of figures read beforehand (collectors are synchronous; the reads not)."""
 
-    def __init__(self, figures: dict[str, Any]) -> None:
+    def __init__(self, figures: dict[str, Any] | None) -> None:
         self.figures = figures
 
     def collect(self) -> Any:
+        yield GaugeMetricFamily(
+            "mailroom_database_up",
+            "1 when the database answered this scrape, else 0.",
+            value=0 if self.figures is None else 1,
+        )
+        if self.figures is None:
+            return
         now: datetime = self.figures["now"]
         pending = GaugeMetricFamily(
             "mailroom_queue_pending",
@@ -140,12 +162,19 @@ class _Figures:
         yield jobs
         beats = GaugeMetricFamily(
             "mailroom_worker_heartbeat_age_seconds",
-            "Seconds since each running worker's last heartbeat (stale past 15).",
+            f"Seconds since each worker's last heartbeat (dead past {HEARTBEAT_STALE_SECONDS}); "
+            "workers silent for an hour are no longer shown.",
             labels=["worker"],
         )
+        alive = 0
         for worker_id, beat in self.figures["workers"]:
-            beats.add_metric([worker_id], max(0.0, (now - beat).total_seconds()))
+            age = max(0.0, (now - beat).total_seconds())
+            alive += age <= HEARTBEAT_STALE_SECONDS
+            if age <= SHOWN_FOR_SECONDS:
+                beats.add_metric([worker_id], age)
         yield beats
         yield GaugeMetricFamily(
-            "mailroom_workers", "Worker processes registered.", value=len(self.figures["workers"])
+            "mailroom_workers",
+            f"Worker processes alive (a heartbeat in the last {HEARTBEAT_STALE_SECONDS} s).",
+            value=alive,
         )

@@ -577,3 +577,19 @@ def test_urls_are_shown_with_the_password_masked():
         "smtp://u:***@relay.example:587?starttls=require"
     )
     assert doctor.mask_url("smtps://relay.example") == "smtps://relay.example"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("smtp://mailer:2024#Secret@relay.example:587", "smtp://mailer:***@relay.example:587"),
+        (
+            "smtp://mailer:a/b?c@relay:587?starttls=require",
+            "smtp://mailer:***@relay:587?starttls=require",
+        ),
+        ("postgresql+asyncpg://pg:P@w@127.0.0.1/db", "postgresql+asyncpg://pg:***@127.0.0.1/db"),
+        ("smtp://relay.example:25", "smtp://relay.example:25"),
+    ],
+)
+def test_a_password_is_hidden_whatever_it_holds(url, shown):
+    assert doctor.mask_url(url) == shown

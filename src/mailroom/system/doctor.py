@@ -78,7 +78,13 @@ def failed(checks: list[Check]) -> bool:
 
 
 def mask_url(url: str) -> str:
-    """`url` with its password (if any) replaced by `***`."""
+    """`url` with its password (if any) replaced by `***`: everything between `user:` and
+    the last `@`, so a password holding an unencoded `#`, `?`, `/` or `@` is hidden too."""
+    scheme, found, rest = url.partition("://")
+    at = rest.rfind("@")
+    if found and at > 0 and ":" in rest[:at]:
+        user = rest[: rest.index(":")]
+        return f"{scheme}://{user}:***@{rest[at + 1 :]}"
     try:
         parts = urlsplit(url)
         if parts.password is None:

@@ -16,9 +16,6 @@ workspace's id.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -94,12 +91,3 @@ OUTCOME_WORDS = {"retry": "deferred"}  # the engine's word -> the metric's
 
 def email_outcome(kind: str, state: str) -> None:
     EMAILS.labels(kind=kind[:16] or "unknown", outcome=OUTCOME_WORDS.get(state, state)).inc()
-
-
-@contextmanager
-def timed(histogram: Histogram) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        histogram.observe(time.perf_counter() - started)

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from mailroom.core.clock import utcnow
 from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.core.ids import new_id
+from mailroom.core.logs import current_request_id
 from mailroom.db import Base
 
 
@@ -35,5 +36,7 @@ class Event(Base):
     form_id: Mapped[str | None] = mapped_column(String(36), default=None)
     campaign_id: Mapped[str | None] = mapped_column(String(36), default=None)
     domain_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    # The request that caused the event, for the webhook worker's log lines.
+    request_id: Mapped[str | None] = mapped_column(String(128), default=current_request_id)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from mailroom.core.clock import utcnow
 from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.core.ids import new_id
+from mailroom.core.logs import current_request_id
 from mailroom.db import Base, DueWork
 
 # `pending` rows are due (claimed by workers); the rest are where a message ended up.
@@ -68,6 +69,8 @@ class SendLog(DueWork, Base):
     complained_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # The recipient unsubscribed through this message's link (a campaign's `unsubscribed` stat).
     unsubscribed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The request that queued a one-off send (transactional, test), for the worker's log lines.
+    request_id: Mapped[str | None] = mapped_column(String(128), default=current_request_id)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -28,3 +28,6 @@ class WorkerProcess(Base):
     pid: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # "worker" claims and locks due rows; "server" (`serve --no-worker`) only shows that it
+    # is running (a restore refuses while anything is) and never holds rows.
+    role: Mapped[str] = mapped_column(String(16), default="worker", server_default="worker")

@@ -283,7 +283,11 @@ async def _read(db: Any, facts: Facts) -> None:
         # transaction otherwise).
         try:
             async with session.begin_nested():
-                rows = await session.execute(select(WorkerProcess.id, WorkerProcess.heartbeat_at))
+                rows = await session.execute(
+                    select(WorkerProcess.id, WorkerProcess.heartbeat_at).where(
+                        WorkerProcess.role == "worker"
+                    )
+                )
                 facts.workers = [WorkerRow(row.id, row.heartbeat_at) for row in rows]
         except Exception as exc:
             facts.workers_error = _short_error(exc)

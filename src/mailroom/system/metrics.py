@@ -115,7 +115,11 @@ async def read_figures(db: Database) -> dict[str, Any]:
             )
         ).all()
         workers = (
-            await session.execute(select(WorkerProcess.id, WorkerProcess.heartbeat_at))
+            await session.execute(
+                select(WorkerProcess.id, WorkerProcess.heartbeat_at).where(
+                    WorkerProcess.role == "worker"
+                )
+            )
         ).all()
     return {"now": now, "queues": queues, "jobs": jobs, "workers": workers}
 

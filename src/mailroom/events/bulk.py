@@ -16,6 +16,7 @@ from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.dbtypes import UTCDateTime
 from mailroom.core.ids import new_id
+from mailroom.core.logs import current_request_id
 from mailroom.db import bulk_insert, sql_uuid
 from mailroom.events.catalog import CATALOG, CHAT_EVENTS
 from mailroom.models import WebhookDelivery
@@ -119,8 +120,10 @@ async def emit_for_selection(
     condition = f"AND ({only})" if only else ""
     if dialect == "postgresql":
         sql = f"""
-            INSERT INTO events (id, workspace_id, type, data, list_id, tag_id, created_at)
-            SELECT {event_id}, c.workspace_id, :type, {data}, :list_id, :tag_id, :now
+            INSERT INTO events (
+                id, workspace_id, type, data, list_id, tag_id, request_id, created_at
+            )
+            SELECT {event_id}, c.workspace_id, :type, {data}, :list_id, :tag_id, :request_id, :now
             FROM contacts c JOIN bulk_selection s ON s.contact_id = c.id AND s.run_id = :run
             WHERE c.workspace_id = :ws {condition}
             RETURNING id
@@ -128,8 +131,10 @@ async def emit_for_selection(
     else:
         sql = f"""
             WITH tg AS ({_SQLITE_TAG_NAMES})
-            INSERT INTO events (id, workspace_id, type, data, list_id, tag_id, created_at)
-            SELECT {event_id}, c.workspace_id, :type, {data}, :list_id, :tag_id, :now
+            INSERT INTO events (
+                id, workspace_id, type, data, list_id, tag_id, request_id, created_at
+            )
+            SELECT {event_id}, c.workspace_id, :type, {data}, :list_id, :tag_id, :request_id, :now
             FROM contacts c JOIN bulk_selection s ON s.contact_id = c.id AND s.run_id = :run
             LEFT JOIN tg ON tg.contact_id = c.id
             WHERE c.workspace_id = :ws {condition}
@@ -143,6 +148,7 @@ async def emit_for_selection(
             "extra": json.dumps(extra or {}),
             "list_id": list_id,
             "tag_id": tag_id,
+            "request_id": current_request_id(),
             "now": utcnow(),
             "run": run_id,
             "ws": ctx.workspace_id,
@@ -222,8 +228,8 @@ async def emit_for_memberships(
     statement = text(
         f"""
         {tags_cte}
-        INSERT INTO events (id, workspace_id, type, data, {column}, created_at)
-        SELECT {sql_uuid(dialect)}, c.workspace_id, :type, {data}, m.{column}, :now
+        INSERT INTO events (id, workspace_id, type, data, {column}, request_id, created_at)
+        SELECT {sql_uuid(dialect)}, c.workspace_id, :type, {data}, m.{column}, :request_id, :now
         FROM contacts c JOIN bulk_selection s ON s.contact_id = c.id AND s.run_id = :run
         JOIN {table} m ON m.contact_id = c.id
         JOIN {groups} g ON g.id = m.{column} AND g.workspace_id = c.workspace_id
@@ -234,6 +240,7 @@ async def emit_for_memberships(
     ).bindparams(bindparam("now", type_=UTCDateTime()))
     params: dict[str, Any] = {
         "type": event_type,
+        "request_id": current_request_id(),
         "now": utcnow(),
         "run": run_id,
         "ws": ctx.workspace_id,

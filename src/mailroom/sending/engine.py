@@ -274,6 +274,7 @@ class SendEngine:
                     attempts=row.attempts,
                     payload=row.payload,
                     created_at=row.created_at,
+                    request_id=row.request_id,
                 )
             )
         return kept, later
@@ -320,6 +321,7 @@ class SendEngine:
                 await outcomes.record(session, self.settings, done)
             for outcome in done:
                 metrics.email_outcome(outcome.row.kind, outcome.state)
+            _log_outcomes(done)
         except Exception:
             # The rows keep their lease and come back: sent again, never lost.
             log.exception("a sending batch of %d rows failed", len(rows))
@@ -406,6 +408,26 @@ class SendEngine:
             envelope = addresses.return_path(settings, row.id, from_email, domain is not None)
             prepared.targets[row.id] = (row, envelope, to, email)
         return prepared
+
+
+def _log_outcomes(done: list[Outcome]) -> None:
+    """One line per message once its outcome is recorded, carrying the request that queued it:
+    a one-off send (transactional, automation, test) at INFO, a campaign's at DEBUG (20,000
+    lines a campaign would drown the rest). Addresses are masked by the log formatters."""
+    for outcome in done:
+        row = outcome.row
+        level = logging.DEBUG if row.kind == "campaign" else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "%s message %s to %s: %s%s",
+                row.kind,
+                row.id,
+                outcome.email or row.email,
+                outcome.state,
+                f" ({outcome.detail[:200]})" if outcome.detail else "",
+                extra={"request_id": row.request_id, "workspace_id": row.workspace_id},
+            )
 
 
 def _source_id(row: Claimed) -> str:

@@ -47,6 +47,7 @@ class Claimed:
     attempts: int
     payload: dict[str, Any] | None
     created_at: datetime
+    request_id: str | None = None  # the request that queued it: on its log lines
 
 
 @dataclass(frozen=True)

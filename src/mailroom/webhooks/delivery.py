@@ -72,6 +72,7 @@ class Job:
     created_at: datetime
     data: dict[str, Any]
     workspace_name: str
+    request_id: str | None = None  # the request that caused the event: on its log lines
     send_by: float = 0.0  # time.monotonic(): not started after this, the lease is too short
 
 
@@ -363,6 +364,7 @@ async def _load_jobs(session: Any, delivery_ids: list[str]) -> list[Job]:
             Event.created_at,
             Event.data,
             Workspace.name,
+            Event.request_id,
         )
         .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
         .join(Event, Event.id == WebhookDelivery.event_id)
@@ -382,6 +384,7 @@ async def _load_jobs(session: Any, delivery_ids: list[str]) -> list[Job]:
             created_at=row[8],
             data=row[9],
             workspace_name=row[10] or "",
+            request_id=row[11],
         )
         for row in rows.all()
     ]
@@ -451,6 +454,7 @@ async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> se
                 )
             )
         by_endpoint.setdefault(job.endpoint_id, []).append((state, outcome))
+        _log_attempt(state, outcome)
     if params:
         connection = await session.connection()
         await connection.execute(_UPDATE, params)
@@ -461,6 +465,29 @@ async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> se
         if await _health(session, endpoint_id, by_endpoint[endpoint_id], now):
             disabled.add(endpoint_id)
     return disabled
+
+
+# A delivered one is routine (thousands a minute); a retry or a failure is what is looked for.
+_LEVELS = {"delivered": logging.DEBUG, "retry": logging.INFO, "failed": logging.WARNING}
+
+
+def _log_attempt(state: str, outcome: Outcome) -> None:
+    level = _LEVELS[state]
+    if not log.isEnabledFor(level):
+        return
+    job, attempt = outcome.job, outcome.attempt
+    assert attempt is not None
+    log.log(
+        level,
+        "webhook delivery %s (%s) to endpoint %s, attempt %d: %s%s",
+        job.delivery_id,
+        job.event_type,
+        job.endpoint_id,
+        job.attempts + 1,
+        state,
+        f" ({attempt.status or attempt.error})" if state != "delivered" else "",
+        extra={"request_id": job.request_id},
+    )
 
 
 def _row(

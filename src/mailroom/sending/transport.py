@@ -120,6 +120,9 @@ class SmtpPool:
         self._idle: asyncio.Queue[aiosmtplib.SMTP | None] = asyncio.Queue()
         for _ in range(self.size):
             self._idle.put_nowait(None)  # a slot; connected on first use
+        # What this pool added to the open-connections gauge: a process has two pools (bulk
+        # and express), so each moves the gauge by its own change rather than setting it.
+        self._counted = 0
 
     def _client(self) -> aiosmtplib.SMTP:
         target = self.target
@@ -191,7 +194,7 @@ class SmtpPool:
 
     async def send(self, deliveries: Sequence[Delivery]) -> list[Result]:
         results = list(await asyncio.gather(*(self._send_one(d) for d in deliveries)))
-        metrics.SMTP_OPEN.set(self._open())
+        self._count_open(self._open())
         return results
 
     def _open(self) -> int:
@@ -204,7 +207,12 @@ class SmtpPool:
             await _quit(self._idle.get_nowait())
         for _ in range(self.size):
             self._idle.put_nowait(None)
-        metrics.SMTP_OPEN.set(0)
+        self._count_open(0)
+
+    def _count_open(self, now_open: int) -> None:
+        if now_open != self._counted:
+            metrics.SMTP_OPEN.inc(now_open - self._counted)
+            self._counted = now_open
 
 
 _NO_SMTPUTF8 = (

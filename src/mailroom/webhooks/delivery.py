@@ -174,7 +174,7 @@ class DeliveryWorker:
         lease = min(LEASE_SECONDS, ctx.settings.worker_lease_seconds)
         try:
             async with ctx.db.transaction() as session:
-                disabled = await self._record(session, outcomes, expired)
+                disabled, states = await self._record(session, outcomes, expired)
                 if limit > 0:
                     taken = await self._claim(session, ctx.worker_id, lease, limit, full, room)
             # What to send is read after the write transaction: it holds no lock meanwhile.
@@ -183,6 +183,7 @@ class DeliveryWorker:
             # The rows keep their lease and come back when it ends: delivered again, never lost.
             log.exception("could not record %d webhook outcomes or claim", len(outcomes))
             return 0, 0
+        _count(states)
         # Started after this, an attempt could outlast the lease (another worker may have it).
         send_by = time.monotonic() + max(lease / 2, lease - self.settings.webhook_timeout - 5)
         for job in jobs:
@@ -238,14 +239,18 @@ class DeliveryWorker:
             await _hand_back(session, handed_back)
         return keep
 
-    async def _record(self, session: Any, outcomes: list[Outcome], expired: list[str]) -> set[str]:
-        """Write outcomes and hand back expired holds; the endpoints that got disabled."""
+    async def _record(
+        self, session: Any, outcomes: list[Outcome], expired: list[str]
+    ) -> tuple[set[str], list[str]]:
+        """Write outcomes and hand back expired holds; (the endpoints that got disabled, the
+        outcomes' states, counted once the transaction commits)."""
         disabled: set[str] = set()
+        states: list[str] = []
         if outcomes:
-            disabled = await record(session, outcomes, self.settings.webhook_retry_delays)
+            disabled, states = await record(session, outcomes, self.settings.webhook_retry_delays)
         if expired:
             await _hand_back(session, expired)
-        return disabled
+        return disabled, states
 
     def _drop(self, endpoint_ids: set[str]) -> None:
         """A disabled endpoint's deliveries were abandoned: send none of those held."""
@@ -314,11 +319,12 @@ class DeliveryWorker:
             return
         try:
             async with db.transaction() as session:
-                disabled = await self._record(session, outcomes, expired)
+                disabled, states = await self._record(session, outcomes, expired)
         except Exception:
             # The rows keep their lease and come back when it ends: delivered again, never lost.
             log.exception("could not record %d webhook outcomes", len(outcomes))
             return
+        _count(states)
         self._drop(disabled)
 
     async def close(self, db: Database, grace_seconds: float = 10.0) -> None:
@@ -416,9 +422,12 @@ _UPDATE = (
 )
 
 
-async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> set[str]:
-    """Write a batch of outcomes, and the endpoints' health, in one transaction; the ids of
-    the endpoints this disabled."""
+async def record(
+    session: Any, outcomes: list[Outcome], delays: list[int]
+) -> tuple[set[str], list[str]]:
+    """Write a batch of outcomes, and the endpoints' health, in the caller's transaction;
+    (the ids of the endpoints this disabled, each outcome's state for the metrics: delivered,
+    retry, failed or abandoned)."""
     now = utcnow()
     params: list[dict[str, Any]] = []
     by_endpoint: dict[str, list[tuple[str, Outcome]]] = {}
@@ -458,13 +467,18 @@ async def record(session: Any, outcomes: list[Outcome], delays: list[int]) -> se
     if params:
         connection = await session.connection()
         await connection.execute(_UPDATE, params)
-    for row in params:  # pending again: a retry
-        metrics.WEBHOOK_DELIVERIES.labels(row["d_status"].replace("pending", "retry")).inc()
     disabled: set[str] = set()
     for endpoint_id in sorted(by_endpoint):  # one lock order for every worker
         if await _health(session, endpoint_id, by_endpoint[endpoint_id], now):
             disabled.add(endpoint_id)
-    return disabled
+    # Pending again is a retry.
+    return disabled, [row["d_status"].replace("pending", "retry") for row in params]
+
+
+def _count(states: list[str]) -> None:
+    """Counted after the commit: outcomes that were not recorded come back and count then."""
+    for state in states:
+        metrics.WEBHOOK_DELIVERIES.labels(state).inc()
 
 
 # A delivered one is routine (thousands a minute); a retry or a failure is what is looked for.

@@ -19,6 +19,7 @@ import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from mailroom.core.emails import mask_email
 
@@ -45,7 +46,9 @@ _BEARER = re.compile(r"(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]+")
 # A query string's values (a token, an address, an OAuth code or state): never needed to
 # read a log.
 _QUERY = re.compile(r"(\?|&)([A-Za-z0-9_.\-]+)=[^&\s\"']*")
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s]*@")
+# A URL's password: through the last `@` of the URL, as `mask_url` reads it (a password may
+# hold an unencoded `@`, `#`, `?` or `/`).
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]*:)\S*@")
 # Subscriber and sign-in links: /u/<token>, /p/, /v/, /o/, /l/, /confirm/, /f/confirm/, /app/link/
 _LINK_TOKEN = re.compile(r"(/(?:u|p|v|o|l|confirm|f/confirm|app/link)/)[A-Za-z0-9._~%\-]{8,}")
 _PASSWORD_FIELD = re.compile(r"(?i)([\"']?password[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+")
@@ -61,6 +64,29 @@ def redact(text: str) -> str:
     text = _LINK_TOKEN.sub(r"\1" + REDACTED, text)
     text = _PASSWORD_FIELD.sub(r"\1***", text)
     return _EMAIL.sub(lambda m: mask_email(m.group(0).replace("%40", "@")), text)
+
+
+def mask_url(url: str) -> str:
+    """`url` with its password (if any) replaced by `***`: everything between `user:` and
+    the last `@`, so a password holding an unencoded `#`, `?`, `/` or `@` is hidden too."""
+    scheme, found, rest = url.partition("://")
+    at = rest.rfind("@")
+    if found and at > 0 and ":" in rest[:at]:
+        user = rest[: rest.index(":")]
+        return f"{scheme}://{user}:***@{rest[at + 1 :]}"
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{parts.username or ''}:***@{host}"
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:  # a port that is not a number: show no part of it
+        return "(unreadable URL)"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class PlainFormatter(logging.Formatter):

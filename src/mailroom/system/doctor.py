@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from mailroom.core.logs import mask_url
 from mailroom.settings import Settings
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -75,29 +76,6 @@ def failed(checks: list[Check]) -> bool:
 
 
 # ---------------------------------------------------------------------------- what it shows
-
-
-def mask_url(url: str) -> str:
-    """`url` with its password (if any) replaced by `***`: everything between `user:` and
-    the last `@`, so a password holding an unencoded `#`, `?`, `/` or `@` is hidden too."""
-    scheme, found, rest = url.partition("://")
-    at = rest.rfind("@")
-    if found and at > 0 and ":" in rest[:at]:
-        user = rest[: rest.index(":")]
-        return f"{scheme}://{user}:***@{rest[at + 1 :]}"
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        netloc = f"{parts.username or ''}:***@{host}"
-        if parts.port is not None:
-            netloc += f":{parts.port}"
-    except ValueError:  # a port that is not a number: show no part of it
-        return "(unreadable URL)"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _short_error(exc: BaseException) -> str:

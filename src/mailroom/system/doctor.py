@@ -14,29 +14,36 @@ Nothing here prints a password or the secret: URLs are shown with the password m
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import shutil
-import socket
-import ssl
 import stat
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mailroom.core.logs import mask_url
 from mailroom.settings import Settings
+from mailroom.system.doctor_checks import (
+    FAIL,
+    OK,
+    WARN,
+    Check,
+    ago,
+    fail,
+    failed,
+    is_loopback,
+    ok,
+    short_error,
+    size_text,
+    warn,
+)
+from mailroom.system.doctor_network import check_bounce_listener, check_public_url, check_smtp
 
-OK, WARN, FAIL = "ok", "warn", "fail"
+__all__ = ["Check", "check_bounce_listener", "check_public_url", "check_smtp", "run"]
 
 DB_SECONDS = 10.0  # connecting and reading, in all
-SMTP_STEP_SECONDS = 10.0  # per SMTP command (connect, EHLO, STARTTLS, AUTH)
-SMTP_SECONDS = 25.0  # the whole relay conversation
-BOUNCE_SECONDS = 5.0
-HTTP_SECONDS = 5.0
 DOMAIN_CONCURRENCY = 8
 
 # Free space of the data directory: warn under 1 GiB or 5 % free, fail under 200 MB.
@@ -46,99 +53,6 @@ DISK_FAIL_BYTES = 200 * 1000**2
 DISK_THRESHOLDS = "warn under 1 GiB or 5 % free, fail under 200 MB"
 
 START_WORKER = "run `mailroom worker`, or `mailroom serve` without --no-worker"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
-    fix: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def ok(name: str, detail: str) -> Check:
-    return Check(name, OK, detail)
-
-
-def warn(name: str, detail: str, fix: str | None = None) -> Check:
-    return Check(name, WARN, detail, fix)
-
-
-def fail(name: str, detail: str, fix: str) -> Check:
-    return Check(name, FAIL, detail, fix)
-
-
-def failed(checks: list[Check]) -> bool:
-    return any(c.status == FAIL for c in checks)
-
-
-# ---------------------------------------------------------------------------- what it shows
-
-
-def _short_error(exc: BaseException) -> str:
-    """One line saying what went wrong (the driver's own error, not SQLAlchemy's wrapper)."""
-    inner = getattr(exc, "orig", None) or exc
-    text = str(inner).strip().splitlines()[0] if str(inner).strip() else ""
-    name = type(inner).__name__
-    return f"{name}: {text}"[:300] if text else name
-
-
-def _connect_error(exc: BaseException) -> str:
-    """Why a connection failed, in a few words where the cause is a common one."""
-    problem: BaseException | None = exc
-    for _ in range(6):  # down the chain: httpx and aiosmtplib wrap the socket's error
-        if problem is None:
-            break
-        if isinstance(problem, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(problem, socket.gaierror):
-            return f"the host name does not resolve ({problem.strerror})"
-        if isinstance(problem, TimeoutError):
-            return "timed out"
-        problem = problem.__cause__ or problem.__context__
-    return _short_error(exc)
-
-
-def _tls_error(exc: BaseException) -> ssl.SSLError | None:
-    """The TLS error under `exc` (aiosmtplib wraps it), if that is what went wrong."""
-    problem: BaseException | None = exc
-    for _ in range(6):
-        if problem is None:
-            return None
-        if isinstance(problem, ssl.SSLError):
-            return problem
-        problem = problem.__cause__ or problem.__context__
-    return None
-
-
-def _ago(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.0f} h ago"
-    return f"{seconds / 86400:.0f} days ago"
-
-
-def _size(count: float) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count:.0f} B"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 # ------------------------------------------------------------------ the database, read once
@@ -211,7 +125,7 @@ async def read_facts(settings: Settings) -> Facts:
     except Exception as exc:
         facts.error = fail(
             "database",
-            f"{facts.shown_url}: {_short_error(exc)}",
+            f"{facts.shown_url}: {short_error(exc)}",
             "set MAILROOM_DATABASE_URL to sqlite+aiosqlite:///path/mailroom.db or "
             "postgresql+asyncpg://user:password@host:5432/name",
         )
@@ -229,7 +143,7 @@ async def read_facts(settings: Settings) -> Facts:
     except Exception as exc:
         facts.error = fail(
             "database",
-            f"{facts.shown_url}: {_short_error(exc)}",
+            f"{facts.shown_url}: {short_error(exc)}",
             "check MAILROOM_DATABASE_URL (host, port, user, password, database name) and that "
             "the database server is running and reachable from this machine",
         )
@@ -268,7 +182,7 @@ async def _read(db: Any, facts: Facts) -> None:
                 )
                 facts.workers = [WorkerRow(row.id, row.heartbeat_at) for row in rows]
         except Exception as exc:
-            facts.workers_error = _short_error(exc)
+            facts.workers_error = short_error(exc)
         try:
             async with session.begin_nested():
                 rows = await session.execute(
@@ -285,7 +199,7 @@ async def _read(db: Any, facts: Facts) -> None:
                 facts.domains = [DomainRow(*row) for row in rows]
                 facts.workspaces = await session.scalar(select(func.count()).select_from(Workspace))
         except Exception as exc:
-            facts.domains_error = _short_error(exc)
+            facts.domains_error = short_error(exc)
 
 
 # ----------------------------------------------------------------------- database checks
@@ -359,7 +273,7 @@ def check_workers(facts: Facts) -> Check:
     stale = [(age, wid) for age, wid in ages if age > HEARTBEAT_STALE_SECONDS]
 
     def listed(items: list[tuple[float, str]]) -> str:
-        shown = ", ".join(f"{wid} (last beat {_ago(age)})" for age, wid in items[:5])
+        shown = ", ".join(f"{wid} (last beat {ago(age)})" for age, wid in items[:5])
         return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
     if alive:
@@ -458,289 +372,6 @@ def _env_secret(name: str, value: str, also: str = "") -> Check:
             "and the stored DKIM keys",
         )
     return ok(name, f"set by MAILROOM_SECRET_KEY ({len(value)} characters){also}")
-
-
-# ----------------------------------------------------------------------------- SMTP relay
-
-
-async def check_smtp(settings: Settings) -> Check:
-    from mailroom.sending.transport import parse_smtp_url
-
-    name = "smtp_relay"
-    if not settings.smtp_url:
-        outbox = settings.data_dir / "outbox"
-        return warn(
-            name,
-            f"MAILROOM_SMTP_URL is not set: every email is written to {outbox}/*.eml "
-            "instead of being sent",
-            "set MAILROOM_SMTP_URL=smtp://user:password@relay.example.net:587 to send for "
-            "real (unset is right for trying Mailroom out)",
-        )
-    shown = mask_url(settings.smtp_url)
-    try:
-        target = parse_smtp_url(settings.smtp_url)
-    except ValueError as exc:
-        return fail(name, f"{shown}: {exc}", "fix MAILROOM_SMTP_URL")
-    try:
-        async with asyncio.timeout(SMTP_SECONDS):
-            return await _smtp_conversation(settings, target, shown)
-    except TimeoutError:
-        return fail(
-            name,
-            f"{shown}: no answer within {SMTP_SECONDS:.0f} s",
-            f"check that the relay at {target.host}:{target.port} is up and that this "
-            "machine may connect to it (firewall, outbound port)",
-        )
-
-
-async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Check:
-    import aiosmtplib
-
-    name = "smtp_relay"
-    where = f"{target.host}:{target.port}"
-    context = ssl.create_default_context()
-    if not target.verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    client = aiosmtplib.SMTP(
-        hostname=target.host,
-        port=target.port,
-        use_tls=target.implicit_tls,
-        start_tls=False,  # step by step below, to say which step failed
-        tls_context=context,
-        timeout=SMTP_STEP_SECONDS,
-        local_hostname=settings.resolved_smtp_helo,
-    )
-    steps: list[str] = []
-    concerns: list[str] = []
-    certificate_fix = (
-        "give the relay a certificate valid for its name, or add ?verify=false to "
-        "MAILROOM_SMTP_URL for a relay with a self-signed one"
-    )
-    try:
-        try:
-            greeting = await client.connect()
-        except (aiosmtplib.SMTPException, OSError) as exc:
-            tls = _tls_error(exc)
-            if tls is not None:
-                return fail(name, f"{shown}: TLS failed ({_short_error(tls)})", certificate_fix)
-            return fail(
-                name,
-                f"{shown}: could not connect ({_connect_error(exc)})",
-                f"check the host and port in MAILROOM_SMTP_URL, that the relay at {where} is "
-                "running, and that this machine may connect to it (firewall, outbound port)",
-            )
-        steps.append(f"connected ({greeting.code}{' TLS' if target.implicit_tls else ''})")
-        try:
-            await _ehlo(client)
-        except aiosmtplib.SMTPException as exc:
-            return fail(
-                name,
-                f"{shown}: refused our EHLO {settings.resolved_smtp_helo} ({_short_error(exc)})",
-                "set MAILROOM_SMTP_HELO to this machine's public host name (one whose "
-                "address resolves back to it)",
-            )
-        steps.append("EHLO ok")
-        if not target.implicit_tls:
-            offered = client.supports_extension("starttls")
-            if target.starttls is False:
-                steps.append("no STARTTLS (?starttls=never)")
-                if target.password and not _is_loopback(target.host):
-                    concerns.append("the password crosses the network unencrypted")
-            elif offered:
-                try:
-                    await client.starttls(tls_context=context)
-                except (aiosmtplib.SMTPException, OSError) as exc:
-                    problem = _tls_error(exc) or exc
-                    return fail(
-                        name, f"{shown}: STARTTLS failed ({_short_error(problem)})", certificate_fix
-                    )
-                await _ehlo(client)
-                steps.append("STARTTLS ok")
-            elif target.starttls:
-                return fail(
-                    name,
-                    f"{shown}: the relay does not offer STARTTLS, and MAILROOM_SMTP_URL "
-                    "requires it (?starttls=require)",
-                    "enable STARTTLS on the relay, or use smtps:// (port 465) if it speaks "
-                    "TLS from the first byte",
-                )
-            else:
-                steps.append("STARTTLS not offered")
-                if not _is_loopback(target.host):
-                    concerns.append("the relay offers no STARTTLS: mail travels unencrypted")
-        if target.username:
-            if not client.supports_extension("auth"):
-                return fail(
-                    name,
-                    f"{shown}: the relay offers no AUTH, but MAILROOM_SMTP_URL has a user name",
-                    "remove user:password from MAILROOM_SMTP_URL if the relay accepts this "
-                    "machine by its address, or enable AUTH on the relay (many offer it only "
-                    "after STARTTLS)",
-                )
-            try:
-                await client.login(target.username, target.password or "")
-            except aiosmtplib.SMTPAuthenticationError as exc:
-                return fail(
-                    name,
-                    f"{shown}: the relay refused the user name and password of "
-                    f"{target.username} ({exc.code} {exc.message})",
-                    "check the user and password in MAILROOM_SMTP_URL (percent-encode @ : / "
-                    "and % in them)",
-                )
-            except aiosmtplib.SMTPException as exc:
-                return fail(
-                    name,
-                    f"{shown}: AUTH failed ({_short_error(exc)})",
-                    "check the relay's AUTH mechanisms (PLAIN, LOGIN or CRAM-MD5) and the "
-                    "user and password in MAILROOM_SMTP_URL",
-                )
-            steps.append(f"AUTH ok as {target.username}")
-        else:
-            steps.append("no AUTH configured")
-    except aiosmtplib.SMTPServerDisconnected as exc:
-        return fail(
-            name,
-            f"{shown}: the relay hung up after {', '.join(steps) or 'connecting'} "
-            f"({_short_error(exc)})",
-            "look at the relay's log for why it closed the connection",
-        )
-    finally:
-        await _quit(client)
-    detail = f"{shown}: {', '.join(steps)}"
-    if concerns:
-        return warn(
-            name,
-            f"{detail}; {'; '.join(concerns)}",
-            "enable STARTTLS on the relay (and drop ?starttls=never), or use smtps://",
-        )
-    return ok(name, detail)
-
-
-async def _ehlo(client: Any) -> None:
-    import aiosmtplib
-
-    try:
-        await client.ehlo()
-    except aiosmtplib.SMTPHeloError:
-        if not client.is_connected:
-            raise
-        await client.helo()
-
-
-async def _quit(client: Any) -> None:
-    import aiosmtplib
-
-    if not client.is_connected:
-        return
-    try:
-        await client.quit()
-    except (aiosmtplib.SMTPException, OSError, TimeoutError):
-        client.close()
-
-
-# ---------------------------------------------------------------------------- bounce listener
-
-
-async def check_bounce_listener(settings: Settings) -> Check:
-    import aiosmtplib
-
-    from mailroom.bounces.listener import parse_address
-
-    name = "bounce_listener"
-    if not settings.bounce_smtp:
-        if not settings.smtp_url:
-            return ok(name, "MAILROOM_BOUNCE_SMTP is not set (no relay: nothing can bounce)")
-        return warn(
-            name,
-            "MAILROOM_BOUNCE_SMTP is not set: bounces and complaints that come back to the "
-            "return path are not received (unless `mailroom bounces --listen` runs apart)",
-            "set MAILROOM_BOUNCE_SMTP=0.0.0.0:25 (the worker starts the listener; or run "
-            "`mailroom bounces`) and point the return-path domain's MX at this machine",
-        )
-    try:
-        host, port = parse_address(settings.bounce_smtp)
-    except ValueError as exc:
-        return fail(name, str(exc), "set MAILROOM_BOUNCE_SMTP to host:port, e.g. 0.0.0.0:25")
-    # Listening on every address: ask this machine (a comparison, not a bind).
-    anywhere = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
-    asked = anywhere.get(host, host)
-    where = f"[{asked}]:{port}" if ":" in asked else f"{asked}:{port}"
-    client = aiosmtplib.SMTP(
-        hostname=asked,
-        port=port,
-        start_tls=False,
-        timeout=BOUNCE_SECONDS,
-        local_hostname=settings.resolved_smtp_helo,
-    )
-    try:
-        async with asyncio.timeout(BOUNCE_SECONDS * 2):
-            greeting = await client.connect()
-            await _ehlo(client)
-    except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
-        return fail(
-            name,
-            f"nothing answers SMTP at {where} (MAILROOM_BOUNCE_SMTP): {_connect_error(exc)}",
-            "start the listener: `mailroom worker` or `mailroom serve` start it when "
-            "MAILROOM_BOUNCE_SMTP is set, `mailroom bounces` runs it alone",
-        )
-    finally:
-        await _quit(client)
-    banner = greeting.message.splitlines()[0] if greeting.message else ""
-    return ok(name, f"{where} answered {greeting.code} {banner}".strip())
-
-
-# ------------------------------------------------------------------------------ public URL
-
-
-async def check_public_url(settings: Settings) -> Check:
-    import httpx
-
-    name = "public_url"
-    base = settings.public_url.rstrip("/")
-    url = f"{base}/healthz"
-    shown = mask_url(url)
-    serve_fix = (
-        "start `mailroom serve`, or set MAILROOM_PUBLIC_URL to the address people reach "
-        "Mailroom at (and check the reverse proxy in front of it)"
-    )
-    started = time.perf_counter()
-    try:
-        async with (
-            asyncio.timeout(HTTP_SECONDS * 2),
-            httpx.AsyncClient(timeout=HTTP_SECONDS, follow_redirects=False) as client,
-        ):
-            response = await client.get(url)
-    except (httpx.HTTPError, OSError, TimeoutError, ValueError) as exc:
-        return fail(name, f"{shown} did not answer ({_connect_error(exc)})", serve_fix)
-    took = (time.perf_counter() - started) * 1000
-    if response.is_redirect:
-        where = response.headers.get("location", "")
-        return fail(
-            name,
-            f"{shown} redirects ({response.status_code}) to {mask_url(where)}: links in "
-            "emails take a detour, or break",
-            "set MAILROOM_PUBLIC_URL to the address it redirects to (usually https://...)",
-        )
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if not isinstance(body, dict) or "database" not in body:
-        return fail(
-            name,
-            f"{shown} answered {response.status_code}, but not as Mailroom does",
-            "point the reverse proxy (or MAILROOM_PUBLIC_URL) at Mailroom",
-        )
-    if response.status_code != 200:
-        return fail(
-            name,
-            f"{shown} answered {response.status_code}: the server cannot reach its database "
-            f"({body.get('error') or body.get('database')})",
-            "check the server's MAILROOM_DATABASE_URL and the database server",
-        )
-    version = body.get("version")
-    return ok(name, f"{shown} answered 200 in {took:.0f} ms (Mailroom {version})")
 
 
 # ---------------------------------------------------------------------------- sending domains
@@ -866,9 +497,7 @@ def check_disk(settings: Settings, usage: Callable[[Path], Any] | None = None) -
     free, total = int(found.free), int(found.total)
     percent = 100 * free / total if total else 0.0
     where = str(directory) + ("" if measured == directory else f" (not made yet; {measured})")
-    detail = (
-        f"{_size(free)} free of {_size(total)} ({percent:.0f} %) for {where} ({DISK_THRESHOLDS})"
-    )
+    detail = f"{size_text(free)} free of {size_text(total)} ({percent:.0f} %) for {where} ({DISK_THRESHOLDS})"
     verdict = disk_verdict(free, total)
     clean = (
         f"free space on that filesystem (old {directory / 'outbox'} files, logs, backups) "
@@ -887,7 +516,7 @@ def check_disk(settings: Settings, usage: Callable[[Path], Any] | None = None) -
 def _loopback_links(settings: Settings, checks: list[Check]) -> list[Check]:
     """Links in real mail pointing at this machine's loopback address help nobody."""
     host = urlsplit(settings.public_url).hostname or ""
-    if not settings.smtp_url or not _is_loopback(host):
+    if not settings.smtp_url or not is_loopback(host):
         return checks
     try:
         from mailroom.sending.transport import parse_smtp_url
@@ -895,7 +524,7 @@ def _loopback_links(settings: Settings, checks: list[Check]) -> list[Check]:
         relay_host = parse_smtp_url(settings.smtp_url).host
     except ValueError:
         return checks
-    if _is_loopback(relay_host):
+    if is_loopback(relay_host):
         return checks  # a test or a local relay: links to this machine may be right
     return [
         warn(

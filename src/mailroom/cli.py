@@ -106,7 +106,7 @@ def _process_setup(settings: Settings) -> None:
     anything imports prometheus_client."""
     from mailroom.core import logs, multiprocess
 
-    logs.configure(settings.log_format)
+    logs.configure(settings.log_format, settings.log_level)
     multiprocess.use_directory(settings.data_dir)
 
 

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     metrics_token: str = ""
     # Log lines: `text`, or `json` (one object a line: core.logs).
     log_format: Literal["text", "json"] = "text"
+    # The least severe lines written: `debug` adds one line per campaign message and webhook
+    # delivered.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @field_validator("webhook_retry_delays", mode="before")
     @classmethod

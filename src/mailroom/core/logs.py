@@ -124,7 +124,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def configure(log_format: str = "text", level: int = logging.INFO) -> None:
+def configure(log_format: str = "text", level: int | str = logging.INFO) -> None:
     """The root logger writes to stderr in `log_format` (text or json), every line redacted;
     uvicorn's loggers go through it (its own access log is replaced by web.observe's)."""
     handler = logging.StreamHandler(sys.stderr)
@@ -133,7 +133,7 @@ def configure(log_format: str = "text", level: int = logging.INFO) -> None:
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
     for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers.clear()

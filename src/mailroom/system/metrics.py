@@ -82,14 +82,18 @@ async def exposition(db: Database) -> bytes:
         log.warning("metrics: the database could not be read", exc_info=True)
         figures = None
     if metrics.MULTIPROCESS:
+        # The files of processes that are gone compacted (core.multiprocess), then read while
+        # no compaction can move a value from one file to another.
         multiprocess.forget_dead_processes()
         processes = CollectorRegistry()
         MultiProcessCollector(processes)
+        with multiprocess.reading():
+            collected = generate_latest(processes)
     else:
-        processes = REGISTRY
+        collected = generate_latest(REGISTRY)
     database = CollectorRegistry()
     database.register(_Figures(figures))
-    return generate_latest(processes) + generate_latest(database)
+    return collected + generate_latest(database)
 
 
 async def read_figures(db: Database) -> dict[str, Any]:

@@ -925,9 +925,11 @@ def restore_command(
     settings name, then migrate the database to this Mailroom's schema.
 
     Every checksum is checked before anything changes: a damaged or foreign archive is refused.
-    A target that is not empty is refused without --force. PostgreSQL: runs (and prints)
-    `pg_restore --clean --if-exists --no-owner` into MAILROOM_DATABASE_URL, which must name an
-    existing database (createdb)."""
+    A target that is not empty is refused without --force, and one where Mailroom runs (a fresh
+    server or worker heartbeat) always. PostgreSQL: replaces everything in the database's
+    Mailroom schema in one transaction (runs and prints `pg_restore --no-owner --file=...` and
+    `psql --single-transaction`); MAILROOM_DATABASE_URL must name an existing database
+    (createdb)."""
     from mailroom.system import backup as backups
     from mailroom.system import restore as restores
 

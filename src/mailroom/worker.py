@@ -5,6 +5,10 @@ Each loop ticks, and sleeps only when a tick found nothing to do. Stopping (SIGT
 current tick finish, then hands back every row the host still holds and removes its heartbeat
 row. A killed host cannot do that: its heartbeat goes stale, and `db.claim_due` gives its rows
 to other workers about 15 s later (the lease remains the backstop).
+
+A server process without the loops (`mailroom serve --no-worker`, each of its processes) keeps
+a heartbeat row too, of role "server" (`ServerHeartbeat`): it holds no rows, and only shows
+that Mailroom is running there (`mailroom restore` refuses while anything is).
 """
 
 from __future__ import annotations
@@ -168,6 +172,10 @@ def default_loops(settings: Settings) -> list[Loop]:
 # A dead host's row only serves to free its claims, which its leases free anyway after minutes.
 FORGET_DEAD_AFTER = timedelta(days=1)
 
+# The roles of a row in `workers`: a worker runs the loops and claims rows; a server only beats.
+WORKER = "worker"
+SERVER = "server"
+
 
 def new_worker_id() -> str:
     # The random part: a restarted container often has the same host name and pid as the
@@ -180,8 +188,9 @@ def _db_now(db: Database) -> Any:
     return utcnow() if db.is_sqlite else func.now()
 
 
-async def beat(db: Database, worker_id: str) -> None:
-    """Refresh the host's heartbeat (its row is made again if something removed it)."""
+async def beat(db: Database, worker_id: str, role: str = WORKER) -> None:
+    """Refresh the process's heartbeat (its row is made again, of `role`, if something removed
+    it)."""
     async with db.transaction() as session:
         result = await session.execute(
             update(WorkerProcess)
@@ -197,23 +206,27 @@ async def beat(db: Database, worker_id: str) -> None:
                     pid=int(pid),
                     started_at=_db_now(db),
                     heartbeat_at=_db_now(db),
+                    role=role,
                 )
             )
 
 
-async def register(db: Database, worker_id: str) -> None:
+async def register(db: Database, worker_id: str, role: str = WORKER) -> None:
+    """The process's first beat, after removing the rows of processes dead for a day, of every
+    role (a killed server's row as well as a killed worker's)."""
     async with db.transaction() as session:
         await session.execute(
             delete(WorkerProcess).where(WorkerProcess.heartbeat_at < utcnow() - FORGET_DEAD_AFTER)
         )
-    await beat(db, worker_id)
+    await beat(db, worker_id, role)
 
 
-async def retire(db: Database, worker_id: str) -> int:
-    """Hand back every row the host still holds (claimable at once) and remove its row."""
+async def retire(db: Database, worker_id: str, role: str = WORKER) -> int:
+    """Hand back every row the host still holds (claimable at once) and remove its row. A
+    server never holds rows: only its row is removed."""
     released = 0
     async with db.transaction() as session:
-        for model in due_work_models():
+        for model in due_work_models() if role == WORKER else []:
             result = await session.execute(
                 update(model)
                 .where(model.status == "pending", model.locked_by == worker_id)
@@ -223,6 +236,48 @@ async def retire(db: Database, worker_id: str) -> int:
             released += int(getattr(result, "rowcount", 0) or 0)
         await session.execute(delete(WorkerProcess).where(WorkerProcess.id == worker_id))
     return released
+
+
+async def _beat_forever(db: Database, worker_id: str, role: str) -> None:
+    """Beat every HEARTBEAT_SECONDS until cancelled (a failed beat is logged; the next one may
+    succeed)."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_SECONDS)
+        try:
+            await beat(db, worker_id, role)
+        except Exception:
+            log.exception("%s %s heartbeat failed", role, worker_id)
+
+
+class ServerHeartbeat:
+    """The heartbeat row (role "server") of a server process that runs no worker loops: made
+    when it starts, refreshed as a worker's is, removed when it stops cleanly. A server with
+    the loops needs none: its worker's row says it is running."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.id = new_worker_id()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        try:
+            await register(self.db, self.id, SERVER)
+        except Exception:  # serve anyway: the next beat makes the row
+            log.exception("server %s could not register its heartbeat", self.id)
+        self._task = asyncio.create_task(
+            _beat_forever(self.db, self.id, SERVER), name="mailroom-server-heartbeat"
+        )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            await retire(self.db, self.id, SERVER)
+        except Exception:
+            log.exception("server %s could not remove its heartbeat row", self.id)
 
 
 class WorkerHost:
@@ -277,12 +332,7 @@ class WorkerHost:
         return server
 
     async def _heartbeat(self) -> None:
-        while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
-            try:
-                await beat(self.ctx.db, self.ctx.worker_id)
-            except Exception:
-                log.exception("worker %s heartbeat failed", self.ctx.worker_id)
+        await _beat_forever(self.ctx.db, self.ctx.worker_id, WORKER)
 
     async def _run_loop(self, loop: Loop) -> None:
         failures = 0

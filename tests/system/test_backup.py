@@ -397,8 +397,13 @@ async def test_a_backup_taken_while_serving_restores_into_a_new_directory(
     copy = sqlite3.connect(target / "mailroom.db")
     try:
         assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        # The serving process's heartbeat was in the copy; it runs nowhere here.
+        assert copy.execute("SELECT count(*) FROM workers").fetchone() == (0,)
     finally:
         copy.close()
+    # So restoring again at once is not taken for a running installation.
+    again = _cli("restore", str(archive), "--force", env=_env(target))
+    assert again.returncode == 0, _said(again)
 
     settings = _settings(target)
     async with _installation(settings) as client:
@@ -830,11 +835,13 @@ async def test_postgresql_backup_and_restore_into_another_database(
         restored = _cli("restore", str(archive), env=target_env)
         assert restored.returncode == 0, restored.stderr
         said = _said(restored)
+        assert "Running: pg_restore --no-owner --file=" in said  # the dump as SQL, no database
         assert (
-            "Running: pg_restore --clean --if-exists --no-owner --single-transaction "
+            "Running: psql --no-psqlrc --quiet --single-transaction --set=ON_ERROR_STOP=1 "
             f"--host={make_url(target_url).host}" in said
         )
         assert f"--dbname={target_name}" in said
+        assert "(password passed in PGPASSWORD)" in said
         assert password not in said
 
         again = _cli("restore", str(archive), env=target_env)
@@ -856,6 +863,157 @@ async def test_postgresql_backup_and_restore_into_another_database(
             served = await restored_client.get(f"/media/{media_id}")
             assert served.status_code == 200
             assert served.content == image
+        assert await current_revision(target_url) == await current_revision(source_url)
+    finally:
+        async with admin.connect() as connection:
+            await connection.exec_driver_sql(
+                f'DROP DATABASE IF EXISTS "{target_name}" WITH (FORCE)'
+            )
+        await admin.dispose()
+
+
+async def _database_contents(url: str) -> dict[str, list[str]]:
+    """Every table of the database (its default schema) with its rows, sorted, as text."""
+    from sqlalchemy import inspect
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            tables = await connection.run_sync(lambda sync: inspect(sync).get_table_names())
+            found: dict[str, list[str]] = {}
+            for table in tables:
+                rows = await connection.exec_driver_sql(f'SELECT * FROM "{table}"')
+                found[table] = sorted(repr(tuple(row)) for row in rows)
+            return found
+    finally:
+        await engine.dispose()
+
+
+async def _run_sql(url: str, *statements: str) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as connection:
+            for statement in statements:
+                await connection.exec_driver_sql(statement)
+    finally:
+        await engine.dispose()
+
+
+async def _scalar(url: str, query: str) -> Any:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            return (await connection.exec_driver_sql(query)).scalar()
+    finally:
+        await engine.dispose()
+
+
+@POSTGRESQL_ONLY
+async def test_postgresql_restore_over_a_newer_schema_leaves_only_the_backup(
+    client: httpx.AsyncClient, ws: Any, settings: Settings, tmp_path: Path
+) -> None:
+    """An older backup restored with --force over a database that a newer Mailroom upgraded:
+    what the backup does not know (a table with rows and a foreign key to one of the backup's
+    tables, its enum type, a function) is dropped, and every table then holds exactly the
+    backup's rows. A restore that fails half-way changes nothing (one transaction)."""
+    from tests.conftest import _create_database
+
+    if any(shutil.which(tool) is None for tool in ("pg_dump", "pg_restore", "psql")):
+        pytest.skip("pg_dump/pg_restore/psql are not installed here (Debian: postgresql-client)")
+    for i in range(5):
+        response = await client.post(
+            "/api/v1/contacts", json={"email": f"old-{i}@example.com"}, headers=ws.headers
+        )
+        assert response.status_code == 201, response.text
+    source_url = settings.resolved_database_url
+    env = _env(
+        settings.data_dir, MAILROOM_DATABASE_URL=source_url, MAILROOM_SECRET_KEY=settings.secret_key
+    )
+    archive = tmp_path / "older.tar.gz"
+    made = _cli("backup", str(archive), env=env)
+    assert made.returncode == 0, made.stderr
+    backed_up = await _database_contents(source_url)
+    assert "newer_feature" not in backed_up
+    assert len(backed_up["contacts"]) == 5
+
+    target_name = f"{make_url(source_url).database}_bk_newer"
+    target_url = _with_database(source_url, target_name)
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    admin = create_async_engine(
+        make_url(target_url).set(database="postgres"), isolation_level="AUTOCOMMIT"
+    )
+    async with admin.connect() as connection:
+        await connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{target_name}" WITH (FORCE)')
+    await _create_database(target_url)
+    try:
+        target_env = _env(
+            tmp_path / "restored",
+            MAILROOM_DATABASE_URL=target_url,
+            MAILROOM_SECRET_KEY=settings.secret_key,
+        )
+        first = _cli("restore", str(archive), env=target_env)
+        assert first.returncode == 0, first.stderr
+        # What a newer Mailroom's migrations and use would leave: a table the backup does not
+        # know, whose foreign key pins one of the backup's tables, and a changed row.
+        await _run_sql(
+            target_url,
+            "CREATE TYPE newer_kind AS ENUM ('a', 'b')",
+            "CREATE TABLE newer_feature (id serial PRIMARY KEY, workspace_id varchar(36) "
+            "NOT NULL REFERENCES workspaces (id), kind newer_kind NOT NULL)",
+            "INSERT INTO newer_feature (workspace_id, kind) SELECT id, 'a' FROM workspaces",
+            "CREATE FUNCTION newer_touch() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RETURN NEW; END $$",
+            "UPDATE workspaces SET name = 'renamed since the backup'",
+        )
+        upgraded = await _database_contents(target_url)
+        assert len(upgraded["newer_feature"]) == 1
+
+        # Failing half-way, after the drops: an event trigger (of a schema of its own, which
+        # restore leaves alone) refuses the backup's first CREATE TABLE.
+        await _run_sql(
+            target_url,
+            "CREATE SCHEMA guard",
+            "CREATE FUNCTION guard.refuse() RETURNS event_trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no new tables today'; END $$",
+            "CREATE EVENT TRIGGER refuse_tables ON ddl_command_end WHEN TAG IN ('CREATE TABLE') "
+            "EXECUTE FUNCTION guard.refuse()",
+        )
+        failed = _cli("restore", str(archive), "--force", env=target_env)
+        assert failed.returncode == 1
+        said = _said(failed)
+        assert "psql failed (exit 3)" in said
+        assert "no new tables today" in said
+        assert "(one transaction: the database was left as it was; nothing was changed)" in said
+        assert await _database_contents(target_url) == upgraded
+        await _run_sql(target_url, "DROP EVENT TRIGGER refuse_tables", "DROP SCHEMA guard CASCADE")
+
+        restored = _cli("restore", str(archive), "--force", env=target_env)
+        assert restored.returncode == 0, restored.stderr
+        assert "Restored the PostgreSQL database." in _said(restored)
+        assert await _database_contents(target_url) == backed_up
+        assert await _scalar(target_url, "SELECT to_regtype('newer_kind')") is None
+        assert (
+            await _scalar(target_url, "SELECT count(*) FROM pg_proc WHERE proname = 'newer_touch'")
+            == 0
+        )
+        # The backup's own function, trigger and extension are back.
+        assert (
+            await _scalar(
+                target_url,
+                "SELECT count(*) FROM pg_proc WHERE proname = 'contact_counts_on_delete'",
+            )
+            == 1
+        )
+        assert (
+            await _scalar(target_url, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'")
+            == 1
+        )
         assert await current_revision(target_url) == await current_revision(source_url)
     finally:
         async with admin.connect() as connection:

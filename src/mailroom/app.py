@@ -79,7 +79,7 @@ from mailroom.web.middleware import ApiKeyMiddleware
 from mailroom.web.observe import ObserveMiddleware
 from mailroom.web.openapi import build_openapi
 from mailroom.webhooks.api import router as webhooks_router
-from mailroom.worker import WorkerHost
+from mailroom.worker import ServerHeartbeat, WorkerHost
 
 DESCRIPTION = """\
 Mailroom's JSON API. Every `/api/v1` call needs a workspace API key in the `x-api-key` header;
@@ -177,8 +177,13 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db.warm()
         host = WorkerHost(db, settings) if run_worker else None
+        # Without the loops, the server beats on a row of its own (role "server"), so that a
+        # restore sees it running; with them, the worker's row says so already.
+        presence = None if host else ServerHeartbeat(db)
         if host:
             host.start()
+        if presence:
+            await presence.start()
         freeze_startup_heap()
         try:
             async with app.state.mcp.running():
@@ -189,6 +194,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
                 host.stop()
                 await host.join()
             await app.state.hits.close()
+            if presence:  # the last write: running until here
+                await presence.stop()
             await db.dispose()
             multiprocess.process_exited()
 
@@ -212,7 +219,8 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
     app.add_middleware(MethodMiddleware)
     app.add_middleware(ApiKeyMiddleware)
-    # Outermost: every answer gets its request id, metrics and access-log line.
+    # Outermost: every answer gets its request id, metrics and access-log line; an unhandled
+    # exception is logged and answered (500) there, inside the request's context.
     app.add_middleware(ObserveMiddleware)
     for router in ROUTERS:
         dashboard = router in DASHBOARD_ROUTERS
@@ -234,6 +242,6 @@ def create_served_app() -> FastAPI:
     """Factory for `uvicorn --factory` (used by `mailroom serve`, one per server process; also
     usable with uvicorn directly, so the data directory is made private here too)."""
     settings = get_settings()
-    logs.configure(settings.log_format)
+    logs.configure(settings.log_format, settings.log_level)
     settings.prepare_storage()
     return create_app(settings, run_worker=os.environ.get("MAILROOM_SERVE_WORKER", "1") == "1")

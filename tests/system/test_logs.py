@@ -8,14 +8,16 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from fastapi.responses import StreamingResponse
 
 from mailroom.core import logs
 from tests.platform_imports.helpers import mailchimp_zip, work
 from tests.sending.helpers import ok
+from tests.system.test_metrics import scrape, value
 
 TOKEN = "Zq7tokenValue_0123456789abcdef"
 
@@ -155,3 +157,102 @@ async def test_the_workers_lines_about_an_import_carry_the_request_that_started_
     ]
     assert {line["request_id"] for line in worker_lines} == {"req-import-7"}
     assert logs.REQUEST_ID.get() is None  # nothing carried past the job
+
+
+CRASH_ROUTE = "/api/v1/crash/{id}"
+
+
+@pytest.fixture
+def crashing(app):
+    """Routes of this test only whose handler fails as a bug would: before answering, and
+    after its answer has started."""
+
+    async def crash(id: str) -> None:
+        raise RuntimeError(f"disk on fire under {id} for jane.doe@mail.example")
+
+    async def crash_midway() -> StreamingResponse:
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b"first part"
+            raise RuntimeError("lost the rest")
+
+        return StreamingResponse(chunks(), media_type="text/plain")
+
+    app.add_api_route(CRASH_ROUTE, crash, methods=["GET"])
+    app.add_api_route("/crash-midway", crash_midway, methods=["GET"])
+    return app
+
+
+async def test_an_unhandled_error_is_a_json_500_with_its_request_id_logged_once(
+    client, ws, crashing, captured
+):
+    before, _ = await scrape(client)
+    answer = await client.get(
+        "/api/v1/crash/x7", headers={**ws.headers, "X-Request-ID": "req-crash-1"}
+    )
+    assert answer.status_code == 500
+    assert answer.json() == {"error": "Internal server error"}
+    assert answer.headers["x-request-id"] == "req-crash-1"
+    assert "disk on fire" not in answer.text and "Traceback" not in answer.text
+
+    found = lines(captured)
+    failures = [line for line in found if line["level"] == "error"]
+    assert len(failures) == 1, failures  # logged once: not again by Starlette's 500
+    failure = failures[0]
+    assert failure["logger"] == "mailroom.errors"
+    assert failure["message"] == "unhandled error on GET /api/v1/crash/x7"
+    assert failure["request_id"] == "req-crash-1"
+    assert failure["workspace_id"] == ws.workspace_id
+    assert failure["route"] == CRASH_ROUTE
+    assert failure["exception"].startswith("Traceback (most recent call last):")
+    assert failure["exception"].endswith(
+        "RuntimeError: disk on fire under x7 for j***@mail.example"
+    )
+    access = [line for line in found if line["logger"] == "mailroom.access"]
+    crash = [line for line in access if line.get("route") == CRASH_ROUTE]
+    assert len(crash) == 1
+    assert (crash[0]["request_id"], crash[0]["status"], crash[0]["path"]) == (
+        "req-crash-1",
+        500,
+        "/api/v1/crash/x7",
+    )
+    assert crash[0]["workspace_id"] == ws.workspace_id
+    assert crash[0]["message"].startswith("GET /api/v1/crash/x7 500 ")
+
+    after, _ = await scrape(client)
+    counted = {"route": CRASH_ROUTE, "method": "GET", "status": "500"}
+    assert (
+        value(after, "mailroom_http_requests_total", **counted)
+        - value(before, "mailroom_http_requests_total", **counted)
+        == 1
+    )
+
+
+async def test_an_unhandled_error_without_an_id_answers_the_made_one(
+    client, ws, crashing, captured
+):
+    answer = await client.get("/api/v1/crash/x8", headers={**ws.headers, "X-Request-ID": "a b"})
+    assert answer.status_code == 500
+    assert answer.json() == {"error": "Internal server error"}
+    made = answer.headers["x-request-id"]
+    assert len(made) == 32
+    failures = [line for line in lines(captured) if line["level"] == "error"]
+    assert [line["request_id"] for line in failures] == [made]
+    access = [line for line in lines(captured) if line["logger"] == "mailroom.access"]
+    assert [(line["request_id"], line["status"]) for line in access] == [(made, 500)]
+
+
+async def test_a_failure_after_the_answer_started_is_logged_once_and_raised_on(
+    client, crashing, captured
+):
+    # Nothing can replace an answer already on its way: the server gets the exception (and
+    # drops the connection); the line written here carries the request.
+    with pytest.raises(RuntimeError, match="lost the rest"):
+        await client.get("/crash-midway", headers={"X-Request-ID": "req-crash-2"})
+    failures = [line for line in lines(captured) if line["level"] == "error"]
+    assert len(failures) == 1, failures
+    assert failures[0]["request_id"] == "req-crash-2"
+    assert failures[0]["route"] == "/crash-midway"
+    assert "RuntimeError: lost the rest" in failures[0]["exception"]
+    assert "workspace_id" not in failures[0]  # no key, no workspace
+    access = [line for line in lines(captured) if line["logger"] == "mailroom.access"]
+    assert [(line["request_id"], line["status"]) for line in access] == [("req-crash-2", 200)]

@@ -1,7 +1,8 @@
 """One error shape for every refusal: `{"error": message, **extras}`.
 
 `ApiError` from any layer, Starlette's own 404/405, request validation (rendered as 400 with a
-sentence a person can act on) and malformed JSON all go through here.
+sentence a person can act on) and malformed JSON all go through here. An unhandled exception is
+answered (500, `internal_error()`) and logged by web.observe, inside the request's context.
 """
 
 from __future__ import annotations
@@ -170,9 +171,28 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     return await _unexpected(request, exc)
 
 
+INTERNAL_ERROR = "Internal server error"
+
+
+def internal_error() -> JSONResponse:
+    """The answer to a failure of ours: the message only, never the exception's text."""
+    return error_response(500, {"error": INTERNAL_ERROR})
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, {"error": "Internal server error"})
+    """A database failure no other rule explains: logged here, inside the request (its id and
+    workspace on the line), and answered as a 500."""
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return internal_error()
+
+
+async def _server_error(_request: Request, _exc: Exception) -> JSONResponse:
+    """Starlette's ServerErrorMiddleware (outside every middleware of ours) calls this for what
+    escapes them. web.observe already answered and logged any exception of a request (inside
+    its context); what still reaches here broke a response already started (nothing can be
+    sent) or came from outside our middleware, and the server logs what is raised on to it:
+    so no line here, or the traceback would be written twice."""
+    return internal_error()
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -180,4 +200,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(DBAPIError, _database_error)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_exception_handler(Exception, _server_error)

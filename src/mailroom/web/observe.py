@@ -9,6 +9,12 @@ line.
 - One access-log line (`mailroom.access`): method, path, status, duration, route, the
   workspace of the key. The path's token-like parameters are redacted (subscriber links,
   sign-in links) and the query string is left out: it may carry a token.
+- An exception a handler (or an inner middleware) did not handle is logged here once, at ERROR
+  with its traceback, inside the request (its id, workspace and route on the line), and
+  answered here as the usual `{"error": "Internal server error"}` 500 with its
+  `X-Request-ID`: Starlette's own 500 (ServerErrorMiddleware) sits outside every middleware,
+  so it would carry neither. A response already started cannot be replaced: the exception is
+  logged and raised on (the server closes the connection).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import uuid
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mailroom.core import logs, metrics
+from mailroom.web import errors
 
 UNMATCHED = "unmatched"
 REQUEST_ID_HEADER = b"x-request-id"
@@ -63,17 +70,25 @@ class ObserveMiddleware:
         token = logs.REQUEST_ID.set(request_id)
         workspace = logs.WORKSPACE_ID.set(None)  # the key check sets it
         status = 500  # an answer never started: the server's failure
+        started_response = False
         header = (REQUEST_ID_HEADER, request_id.encode("latin-1"))
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started_response
             if message["type"] == "http.response.start":
                 status = message["status"]
+                started_response = True
                 message["headers"] = [*message.get("headers", ()), header]
             await send(message)
 
         try:
-            await self.app(scope, receive, sending)
+            try:
+                await self.app(scope, receive, sending)
+            except Exception as exc:
+                _log_unexpected(scope, request_id, exc)
+                if started_response:
+                    raise
+                await errors.internal_error()(scope, receive, sending)
         finally:
             seconds = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or UNMATCHED
@@ -105,5 +120,23 @@ def _log_access(
             "path": path,
             "status": status,
             "duration_ms": round(seconds * 1000, 1),
+        },
+    )
+
+
+def _log_unexpected(scope: Scope, request_id: str, exc: Exception) -> None:
+    principal = (scope.get("state") or {}).get("principal")
+    path = shown_path(scope)
+    errors.log.error(
+        "unhandled error on %s %s",
+        scope["method"],
+        path,
+        exc_info=exc,
+        extra={
+            "request_id": request_id,
+            "workspace_id": getattr(principal, "workspace_id", None) or logs.WORKSPACE_ID.get(),
+            "method": scope["method"],
+            "route": getattr(scope.get("route"), "path", None) or UNMATCHED,
+            "path": path,
         },
     )

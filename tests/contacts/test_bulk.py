@@ -36,6 +36,15 @@ async def _status(client, ws, cid):
         ({"action": "remove_tag", "contact_ids": ["a"]}, "tag_id is required"),
         ({"action": "add_to_list", "contact_ids": ["a"]}, "list_id is required"),
         ({"action": "remove_from_list", "filter": {}}, "list_id is required"),
+        # Given where the action needs none: still an id or nothing, as the schema documents.
+        (
+            {"action": "archive", "contact_ids": ["a"], "list_id": ""},
+            "list_id must be a non-empty string",
+        ),
+        (
+            {"action": "add_to_list", "contact_ids": ["a"], "list_id": "l", "tag_id": 7},
+            "tag_id must be a non-empty string",
+        ),
     ],
 )
 async def test_bulk_400s(client, ws, body, message):

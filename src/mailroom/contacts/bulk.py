@@ -87,6 +87,10 @@ def parse_request(body: Any, principal: Principal) -> BulkRequest:
         raise ApiError(400, "tag_id is required")
     if action in ("add_to_list", "remove_from_list") and not (isinstance(list_id, str) and list_id):
         raise ApiError(400, "list_id is required")
+    for name, given in (("tag_id", tag_id), ("list_id", list_id)):
+        # Given where the action needs none, still an id or nothing (as the schema says).
+        if given is not None and not (isinstance(given, str) and given):
+            raise ApiError(400, f"{name} must be a non-empty string")
     ids: list[str] | None = None
     parsed_filter: ContactFilter | None = None
     if isinstance(raw_ids, list):

@@ -9,12 +9,12 @@ import io
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 from fastapi.responses import StreamingResponse
 
 from mailroom.core import logs
+from tests.log_capture import json_logs, lines
 from tests.platform_imports.helpers import mailchimp_zip, work
 from tests.sending.helpers import ok
 from tests.system.test_metrics import scrape, value
@@ -25,22 +25,8 @@ TOKEN = "Zq7tokenValue_0123456789abcdef"
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
     """The root logger's lines, as `MAILROOM_LOG_FORMAT=json` writes them."""
-    buffer = io.StringIO()
-    handler = logging.StreamHandler(buffer)
-    handler.setFormatter(logs.JsonFormatter())
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    try:
+    with json_logs() as buffer:
         yield buffer
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
-
-
-def lines(buffer: io.StringIO) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
 
 
 async def test_each_request_has_an_id_and_one_json_access_line(client, ws, captured):

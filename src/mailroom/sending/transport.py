@@ -155,7 +155,7 @@ class SmtpPool:
                 metrics.SMTP_CONNECTIONS.labels("opened").inc()
             if client.is_ehlo_or_helo_needed:
                 # Now, not at MAIL: the relay's extensions decide the MAIL options below.
-                await _greet(client)
+                await greet(client)
             # MAIL, RCPT, DATA rather than `sendmail`, which parses both addresses twice more
             # (a tenth of the engine's CPU). The addresses are ours, already validated.
             needs = needs_smtputf8(delivery)
@@ -204,7 +204,7 @@ class SmtpPool:
 
     async def close(self) -> None:
         while not self._idle.empty():
-            await _quit(self._idle.get_nowait())
+            await quit_politely(self._idle.get_nowait())
         for _ in range(self.size):
             self._idle.put_nowait(None)
         self._count_open(0)
@@ -235,7 +235,7 @@ def needs_smtputf8(delivery: Delivery) -> str | None:
     return None
 
 
-async def _greet(client: aiosmtplib.SMTP) -> None:
+async def greet(client: aiosmtplib.SMTP) -> None:
     """EHLO, or HELO from a relay that refuses EHLO (as aiosmtplib would do at MAIL)."""
     try:
         await client.ehlo()
@@ -303,7 +303,8 @@ async def _drop(client: aiosmtplib.SMTP | None) -> None:
             log.debug("closing a failed SMTP connection", exc_info=True)
 
 
-async def _quit(client: aiosmtplib.SMTP | None) -> None:
+async def quit_politely(client: aiosmtplib.SMTP | None) -> None:
+    """QUIT, or close the connection when the relay does not answer it."""
     if client is not None and client.is_connected:
         try:
             await client.quit()

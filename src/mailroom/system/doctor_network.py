@@ -64,6 +64,8 @@ async def check_smtp(settings: Settings) -> Check:
 async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Check:
     import aiosmtplib
 
+    from mailroom.sending.transport import greet, quit_politely
+
     name = "smtp_relay"
     where = f"{target.host}:{target.port}"
     context = ssl.create_default_context()
@@ -100,7 +102,7 @@ async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Che
             )
         steps.append(f"connected ({greeting.code}{' TLS' if target.implicit_tls else ''})")
         try:
-            await _ehlo(client)
+            await greet(client)
         except aiosmtplib.SMTPException as exc:
             return fail(
                 name,
@@ -123,7 +125,7 @@ async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Che
                     return fail(
                         name, f"{shown}: STARTTLS failed ({short_error(problem)})", certificate_fix
                     )
-                await _ehlo(client)
+                await greet(client)
                 steps.append("STARTTLS ok")
             elif target.starttls:
                 return fail(
@@ -174,7 +176,7 @@ async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Che
             "look at the relay's log for why it closed the connection",
         )
     finally:
-        await _quit(client)
+        await quit_politely(client)
     detail = f"{shown}: {', '.join(steps)}"
     if concerns:
         return warn(
@@ -185,28 +187,6 @@ async def _smtp_conversation(settings: Settings, target: Any, shown: str) -> Che
     return ok(name, detail)
 
 
-async def _ehlo(client: Any) -> None:
-    import aiosmtplib
-
-    try:
-        await client.ehlo()
-    except aiosmtplib.SMTPHeloError:
-        if not client.is_connected:
-            raise
-        await client.helo()
-
-
-async def _quit(client: Any) -> None:
-    import aiosmtplib
-
-    if not client.is_connected:
-        return
-    try:
-        await client.quit()
-    except (aiosmtplib.SMTPException, OSError, TimeoutError):
-        client.close()
-
-
 # ---------------------------------------------------------------------------- bounce listener
 
 
@@ -214,6 +194,7 @@ async def check_bounce_listener(settings: Settings) -> Check:
     import aiosmtplib
 
     from mailroom.bounces.listener import parse_address
+    from mailroom.sending.transport import greet, quit_politely
 
     name = "bounce_listener"
     if not settings.bounce_smtp:
@@ -244,7 +225,7 @@ async def check_bounce_listener(settings: Settings) -> Check:
     try:
         async with asyncio.timeout(BOUNCE_SECONDS * 2):
             greeting = await client.connect()
-            await _ehlo(client)
+            await greet(client)
     except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
         return fail(
             name,
@@ -253,7 +234,7 @@ async def check_bounce_listener(settings: Settings) -> Check:
             "MAILROOM_BOUNCE_SMTP is set, `mailroom bounces` runs it alone",
         )
     finally:
-        await _quit(client)
+        await quit_politely(client)
     banner = greeting.message.splitlines()[0] if greeting.message else ""
     return ok(name, f"{where} answered {greeting.code} {banner}".strip())
 

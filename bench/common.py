@@ -64,7 +64,7 @@ class BenchContext:
             url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
         else:
             url = self.pg_url
-            await _ensure_database(url)
+            await ensure_database(url)
             engine = create_async_engine(url)
             async with engine.begin() as conn:
                 await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
@@ -120,7 +120,7 @@ def pg_url() -> str:
     return os.environ.get("MAILROOM_BENCH_DATABASE_URL") or DEFAULT_PG
 
 
-async def _ensure_database(url: str) -> None:
+async def ensure_database(url: str) -> None:
     """Create the benchmark database when the server does not have it yet."""
     base, _, name = url.rpartition("/")
     engine = create_async_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")

@@ -20,8 +20,11 @@ def test_the_log_level_setting_reaches_the_root_logger(monkeypatch, tmp_path, gi
     handlers, before = list(root.handlers), root.level
     try:
         logs.configure(settings.log_format, settings.log_level)
-        assert root.level == level
+        assert logging.getLogger("mailroom.sending").getEffectiveLevel() == level
+        # The libraries' own lines stay at INFO and above whatever Mailroom's level.
+        assert logging.getLogger("botocore").getEffectiveLevel() == max(level, logging.INFO)
     finally:
+        logging.getLogger("mailroom").setLevel(logging.NOTSET)
         for handler in list(root.handlers):
             root.removeHandler(handler)
         for handler in handlers:

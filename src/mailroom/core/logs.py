@@ -133,7 +133,11 @@ def configure(log_format: str = "text", level: int | str = logging.INFO) -> None
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level.upper() if isinstance(level, str) else level)
+    # The level is Mailroom's own: debug never turns on the libraries' debug lines (botocore
+    # prints signed request headers, aiosmtpd every SMTP command).
+    chosen = logging.getLevelName(level.upper()) if isinstance(level, str) else level
+    logging.getLogger("mailroom").setLevel(chosen)
+    root.setLevel(max(chosen, logging.INFO))
     for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers.clear()

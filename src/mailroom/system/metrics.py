@@ -9,6 +9,7 @@ included, and nothing without it.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import secrets
@@ -72,6 +73,16 @@ def _loopback(client: str | None) -> bool:
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
+def _collect_processes() -> bytes:
+    """The files of processes that are gone compacted (core.multiprocess), then every
+    process's figures read while no compaction can move a value from one file to another."""
+    multiprocess.forget_dead_processes()
+    processes = CollectorRegistry()
+    MultiProcessCollector(processes)
+    with multiprocess.reading():
+        return generate_latest(processes)
+
+
 async def exposition(db: Database) -> bytes:
     """The text exposition: the processes' metrics, then the database's figures (or, while
     the database does not answer, `mailroom_database_up 0`: the processes' figures matter
@@ -82,13 +93,9 @@ async def exposition(db: Database) -> bytes:
         log.warning("metrics: the database could not be read", exc_info=True)
         figures = None
     if metrics.MULTIPROCESS:
-        # The files of processes that are gone compacted (core.multiprocess), then read while
-        # no compaction can move a value from one file to another.
-        multiprocess.forget_dead_processes()
-        processes = CollectorRegistry()
-        MultiProcessCollector(processes)
-        with multiprocess.reading():
-            collected = generate_latest(processes)
+        # Off the event loop: a compaction another process makes holds the lock this waits
+        # for, and the files are read and written with blocking calls.
+        collected = await asyncio.to_thread(_collect_processes)
     else:
         collected = generate_latest(REGISTRY)
     database = CollectorRegistry()

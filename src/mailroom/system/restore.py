@@ -169,6 +169,9 @@ def restore(
     private_dir(settings.data_dir)
     staged = _stage(file, settings, checked, report)
     try:
+        # Unpacking may have taken minutes: a server started meanwhile is refused now, before
+        # anything is replaced, not found writing into a database replaced under it.
+        check_target(settings, checked, force=force)
         assert staged.database is not None
         if kind == "sqlite":
             assert settings.sqlite_path is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 
 from mailroom.db import Database
@@ -33,7 +34,11 @@ class HitRecorder:
             return
         self._pending.append(hit)
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._later(), name="mailroom-tracking-flush")
+            # A context of its own: the request that happened to start the flush must not
+            # lend its request id to the events of every hit in the batch.
+            self._task = asyncio.create_task(
+                self._later(), name="mailroom-tracking-flush", context=contextvars.Context()
+            )
 
     async def _later(self) -> None:
         await asyncio.sleep(FLUSH_SECONDS)

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -174,7 +175,7 @@ class DeliveryWorker:
         lease = min(LEASE_SECONDS, ctx.settings.worker_lease_seconds)
         try:
             async with ctx.db.transaction() as session:
-                disabled, states = await self._record(session, outcomes, expired)
+                disabled, settled = await self._record(session, outcomes, expired)
                 if limit > 0:
                     taken = await self._claim(session, ctx.worker_id, lease, limit, full, room)
             # What to send is read after the write transaction: it holds no lock meanwhile.
@@ -183,7 +184,7 @@ class DeliveryWorker:
             # The rows keep their lease and come back when it ends: delivered again, never lost.
             log.exception("could not record %d webhook outcomes or claim", len(outcomes))
             return 0, 0
-        _count(states)
+        _settled(settled)
         # Started after this, an attempt could outlast the lease (another worker may have it).
         send_by = time.monotonic() + max(lease / 2, lease - self.settings.webhook_timeout - 5)
         for job in jobs:
@@ -241,16 +242,16 @@ class DeliveryWorker:
 
     async def _record(
         self, session: Any, outcomes: list[Outcome], expired: list[str]
-    ) -> tuple[set[str], list[str]]:
-        """Write outcomes and hand back expired holds; (the endpoints that got disabled, the
-        outcomes' states, counted once the transaction commits)."""
+    ) -> tuple[set[str], list[tuple[str, Outcome]]]:
+        """Write outcomes and hand back expired holds; (the endpoints that got disabled, each
+        outcome with its state, counted and logged once the transaction commits)."""
         disabled: set[str] = set()
-        states: list[str] = []
+        settled: list[tuple[str, Outcome]] = []
         if outcomes:
-            disabled, states = await record(session, outcomes, self.settings.webhook_retry_delays)
+            disabled, settled = await record(session, outcomes, self.settings.webhook_retry_delays)
         if expired:
             await _hand_back(session, expired)
-        return disabled, states
+        return disabled, settled
 
     def _drop(self, endpoint_ids: set[str]) -> None:
         """A disabled endpoint's deliveries were abandoned: send none of those held."""
@@ -319,12 +320,12 @@ class DeliveryWorker:
             return
         try:
             async with db.transaction() as session:
-                disabled, states = await self._record(session, outcomes, expired)
+                disabled, settled = await self._record(session, outcomes, expired)
         except Exception:
             # The rows keep their lease and come back when it ends: delivered again, never lost.
             log.exception("could not record %d webhook outcomes", len(outcomes))
             return
-        _count(states)
+        _settled(settled)
         self._drop(disabled)
 
     async def close(self, db: Database, grace_seconds: float = 10.0) -> None:
@@ -424,12 +425,13 @@ _UPDATE = (
 
 async def record(
     session: Any, outcomes: list[Outcome], delays: list[int]
-) -> tuple[set[str], list[str]]:
+) -> tuple[set[str], list[tuple[str, Outcome]]]:
     """Write a batch of outcomes, and the endpoints' health, in the caller's transaction;
-    (the ids of the endpoints this disabled, each outcome's state for the metrics: delivered,
-    retry, failed or abandoned)."""
+    (the ids of the endpoints this disabled, each outcome with its state: delivered, retry,
+    failed or abandoned, for the metrics and the log once committed)."""
     now = utcnow()
     params: list[dict[str, Any]] = []
+    settled: list[tuple[str, Outcome]] = []
     by_endpoint: dict[str, list[tuple[str, Outcome]]] = {}
     for outcome in outcomes:
         job, attempt = outcome.job, outcome.attempt
@@ -437,6 +439,7 @@ async def record(
             params.append(
                 _row(job.delivery_id, "abandoned", job.attempts, now, None, None, None, now)
             )
+            settled.append(("abandoned", outcome))
             continue
         made = job.attempts + 1
         if attempt.ok:
@@ -463,7 +466,7 @@ async def record(
                 )
             )
         by_endpoint.setdefault(job.endpoint_id, []).append((state, outcome))
-        _log_attempt(state, outcome)
+        settled.append((state, outcome))
     if params:
         connection = await session.connection()
         await connection.execute(_UPDATE, params)
@@ -471,16 +474,21 @@ async def record(
     for endpoint_id in sorted(by_endpoint):  # one lock order for every worker
         if await _health(session, endpoint_id, by_endpoint[endpoint_id], now):
             disabled.add(endpoint_id)
-    # Pending again is a retry.
-    return disabled, [row["d_status"].replace("pending", "retry") for row in params]
+    return disabled, settled
 
 
-def _count(states: list[str]) -> None:
-    """Counted after the commit: outcomes that were not recorded come back and count then."""
-    for state in states:
+def _settled(settled: list[tuple[str, Outcome]]) -> None:
+    """Counted and logged after the commit: outcomes that were not recorded come back, and
+    count and are logged then (once)."""
+    for state, outcome in settled:
         metrics.WEBHOOK_DELIVERIES.labels(state).inc()
+        if state != "abandoned":
+            _log_attempt(state, outcome)
 
 
+# aiohttp's errors quote the whole URL (`url='https://discord.com/api/webhooks/1/TOKEN'`): a
+# chat webhook's path is its secret.
+_URL_IN_ERROR = re.compile(r"""\burl=(['"]).*?\1""")
 # A delivered one is routine (thousands a minute); a retry or a failure is what is looked for.
 _LEVELS = {"delivered": logging.DEBUG, "retry": logging.INFO, "failed": logging.WARNING}
 
@@ -499,7 +507,9 @@ def _log_attempt(state: str, outcome: Outcome) -> None:
         job.endpoint_id,
         job.attempts + 1,
         state,
-        f" ({attempt.status or attempt.error})" if state != "delivered" else "",
+        f" ({attempt.status or _URL_IN_ERROR.sub('url=[redacted]', attempt.error or '')})"
+        if state != "delivered"
+        else "",
         extra={"request_id": job.request_id},
     )
 

@@ -396,6 +396,14 @@ CASES = [
         CP,
     ),
     Case(
+        "pick-ab-winner",
+        "POST",
+        "/api/v1/campaigns/{id}/ab-test/winner",
+        "/api/v1/campaigns/{a_campaign}/ab-test/winner",
+        CP,
+        {"variant_id": "a"},
+    ),
+    Case(
         "duplicate-campaign",
         "POST",
         "/api/v1/campaigns/{id}/duplicate",

@@ -31,6 +31,7 @@ from mailroom.audit import service as audit_service
 from mailroom.automations import anniversaries
 from mailroom.automations import runner as automation_runner
 from mailroom.background import Loop, WorkerContext
+from mailroom.campaigns import ab_test as ab_tests
 from mailroom.campaigns import actions as campaign_actions
 from mailroom.core import multiprocess
 from mailroom.core.clock import utcnow
@@ -101,6 +102,10 @@ async def _start_scheduled_campaigns(ctx: WorkerContext) -> int:
     return await campaign_actions.start_due(_contexts(ctx), ctx.db, ctx.settings)
 
 
+async def _decide_ab_tests(ctx: WorkerContext) -> int:
+    return await ab_tests.decide_due(_contexts(ctx), ctx.db)
+
+
 async def _run_rss_feeds(ctx: WorkerContext) -> int:
     return await rss_issues.run_due(ctx.db, _contexts(ctx))
 
@@ -142,6 +147,7 @@ def default_loops(settings: Settings) -> list[Loop]:
     return [
         Loop("sending", engine.tick, min(0.1, settings.worker_poll_interval), engine.close),
         Loop("scheduled-campaigns", _start_scheduled_campaigns, 2.0),
+        Loop("ab-tests", _decide_ab_tests, 10.0),
         # The shortest feed schedule is every 5 minutes: looking twice a minute is on time.
         Loop("rss-feeds", _run_rss_feeds, 30),
         Loop("platform-imports", _run_platform_imports, settings.worker_poll_interval),

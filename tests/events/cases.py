@@ -478,6 +478,29 @@ async def _send_campaign(w: World) -> None:
     await w.ok("POST", f"/api/v1/campaigns/{w.extra['campaign']}/send", 202)
 
 
+async def _send_ab_campaign(w: World) -> None:
+    """A campaign testing two subjects on half its audience (four contacts more on News, so
+    that the test has one recipient per variant), its winner picked by hand."""
+    ids = []
+    for n in range(4):
+        made = await w.ok("POST", "/api/v1/contacts", 201, json={"email": f"ab{n}@acme.io"})
+        ids.append(made["contact"]["id"])
+    await w.ok(
+        "POST",
+        f"/api/v1/lists/{w.lists['News']}/contacts",
+        json={"contact_ids": ids, "status": "confirmed"},
+    )
+    test = {"variants": [{"subject": "A"}, {"subject": "B"}], "test_share": 50}
+    body = {
+        **CAMPAIGN,
+        "audience": {"list_ids": [w.lists["News"]]},
+        "ab_test": {**test, "winner_by": "manual"},
+    }
+    made = await w.ok("POST", "/api/v1/campaigns", 201, json=body)
+    w.extra["campaign"] = made["campaign"]["id"]
+    await w.ok("POST", f"/api/v1/campaigns/{w.extra['campaign']}/send", 202)
+
+
 def _soon() -> str:
     from datetime import UTC, datetime, timedelta
 
@@ -739,6 +762,12 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
     "POST /api/v1/campaigns/{id}/cancel": (
         lambda w: w.call("POST", f"/api/v1/campaigns/{_campaign(w)}/cancel"),
         _send_campaign,
+    ),
+    "POST /api/v1/campaigns/{id}/ab-test/winner": (
+        lambda w: w.call(
+            "POST", f"/api/v1/campaigns/{_campaign(w)}/ab-test/winner", json={"variant_id": "b"}
+        ),
+        _send_ab_campaign,
     ),
     "POST /api/v1/campaigns/{id}/duplicate": (
         lambda w: w.call("POST", f"/api/v1/campaigns/{_campaign(w)}/duplicate"),

@@ -117,8 +117,18 @@ STATE_RULES: list[tuple[str, str, str]] = [
     ),
     (
         r"POST /api/v1/campaigns/\{id\}/(send|schedule|test)",
-        r"^(Campaign is not ready to send|The audience )",
+        r"^(Campaign is not ready to send|The audience |Audience too small for )",
         "what the stored campaign says, and who its audience reaches now",
+    ),
+    (
+        r"POST /api/v1/campaigns|PATCH /api/v1/campaigns/\{id\}",
+        r"^ab_test\.variants\[\d+\]\.id repeats ",
+        "ids unique across a list's items are beyond JSON Schema",
+    ),
+    (
+        r"POST /api/v1/campaigns/\{id\}/ab-test/winner",
+        r"^(Campaign is not testing|variant_id must be one of )",
+        "whether a test runs, and its variants, are the stored campaign's",
     ),
     (
         r"POST /api/v1/send",

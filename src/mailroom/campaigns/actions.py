@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import String, func, insert, literal, literal_column, select, update
 
+from mailroom.campaigns import ab_test as ab_tests
 from mailroom.campaigns import audience as audiences
 from mailroom.campaigns.service import (
     AWAITING,
@@ -156,6 +157,8 @@ async def start(ctx: Context, campaign: Campaign) -> int:
     queued = int(getattr(result, "rowcount", 0) or 0)
     if queued == 0:
         raise ApiError(422, NO_AUDIENCE)
+    if campaign.ab_test:
+        campaign.ab_test = await ab_tests.split(ctx, campaign.id, campaign.ab_test, queued, now)
     await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, queued, now)
     campaign.from_email, campaign.from_name, campaign.reply_to = from_email, from_name, reply_to
     campaign.status, campaign.started_at, campaign.recipients = "sending", now, queued
@@ -247,7 +250,10 @@ async def cancel(ctx: Context, campaign_id: str) -> Campaign:
     elif campaign.status == "sending":
         skipped = await ctx.session.execute(
             update(SendLog)
-            .where(SendLog.campaign_id == campaign.id, SendLog.status == "pending")
+            .where(
+                SendLog.campaign_id == campaign.id,
+                SendLog.status.in_(("pending", ab_tests.WAITING)),
+            )
             .values(status="skipped", error="campaign cancelled", updated_at=now)
             .returning(SendLog.created_at)
         )
@@ -262,6 +268,14 @@ async def cancel(ctx: Context, campaign_id: str) -> Campaign:
             409,
             f"Campaign is {campaign.status}: only a scheduled or sending campaign can be cancelled",
         )
+    CAMPAIGNS.touch(campaign)
+    return campaign
+
+
+async def pick_winner(ctx: Context, campaign_id: str, variant_id: Any) -> Campaign:
+    """A person's (or a key's) pick of an A/B test's winner, early or for a manual test."""
+    campaign = await locked(ctx, campaign_id)
+    await ab_tests.pick_winner(ctx, campaign, variant_id, "manual", utcnow(), "picked by hand")
     CAMPAIGNS.touch(campaign)
     return campaign
 
@@ -293,6 +307,8 @@ async def duplicate(ctx: Context, campaign_id: str) -> Campaign:
             "track_clicks",
         )
     }
+    # The test's variants and rules, not how the original's went.
+    fields["ab_test"] = ab_tests.rules_of(original.ab_test)
     return await CAMPAIGNS.create(ctx, name, status="draft", **fields)
 
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request, Response
 from mailroom.campaigns import actions, report, service
 from mailroom.campaigns.schemas import (
     CONTENT,
+    AbWinnerBody,
     CampaignCreate,
     CampaignEnvelope,
     CampaignList,
@@ -178,6 +179,21 @@ async def cancel_campaign(
     id: str, ctx: Annotated[Context, use("campaigns:write")]
 ) -> dict[str, Any]:
     return await _one(ctx, await actions.cancel(ctx, id))
+
+
+@router.post(
+    "/{id}/ab-test/winner",
+    response_model=CampaignEnvelope,
+    summary="Pick an A/B test's winner",
+    description="While the campaign's A/B test runs (`ab_test.status` testing), sends "
+    "`variant_id` to the rest of the audience now, whatever the test's rule (`decided_by` "
+    "manual). 409 when the campaign is not testing.",
+    responses=errors(400, 404, 409),
+)
+async def pick_ab_winner(
+    id: str, body: AbWinnerBody, ctx: Annotated[Context, use("campaigns:send")]
+) -> dict[str, Any]:
+    return await _one(ctx, await actions.pick_winner(ctx, id, body.variant_id))
 
 
 @router.post(

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from mailroom.campaigns import ab_test as ab_tests
 from mailroom.campaigns.service import get_campaign, stats
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
@@ -79,7 +80,38 @@ async def report_of(ctx: Context, campaign: Campaign) -> tuple[dict[str, int], d
         ],
         "hourly": await _hourly(ctx, campaign.id, campaign.started_at, people),
         "revenue": (await attribution.revenue_of(ctx, "campaign", [campaign.id]))[campaign.id],
+        **await _variants(ctx, campaign),
     }
+
+
+async def _variants(ctx: Context, campaign: Campaign) -> dict[str, Any]:
+    test = campaign.ab_test
+    if not test:
+        return {}
+    found = await ab_tests.counts(ctx, campaign.id)
+    variants = []
+    for variant in test["variants"]:
+        figures = found.get(variant["id"], dict.fromkeys(ab_tests.FIGURES, 0))
+        variants.append(
+            {
+                "id": variant["id"],
+                "name": variant["name"],
+                **figures,
+                "rates": {
+                    "open": _rate(figures["opens"], figures["sent"]),
+                    "click": _rate(figures["clicks"], figures["sent"]),
+                },
+            }
+        )
+    winner = None
+    if test.get("winner_variant_id"):
+        winner = {
+            "variant_id": test["winner_variant_id"],
+            "decided_by": test["decided_by"],
+            "decided_at": test["decided_at"],
+            "reason": test.get("reason", ""),
+        }
+    return {"variants": variants, "winner": winner}
 
 
 async def _hourly(

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mailroom.core.loose import Doc, body_config, name_field, nullable, text
+from mailroom.core.loose import Doc, body_config, choice, name_field, nullable, text
 from mailroom.core.pagination import Pagination
 from mailroom.templates.schemas import MERGE_TAGS
 
@@ -48,6 +48,54 @@ Address = Annotated[Any, Doc(nullable(EMAIL))]
 Html = Annotated[Any, Doc(nullable(text(500_000)))]
 Text = Annotated[Any, Doc(nullable(text(200_000)))]
 Flag = Annotated[Any, Doc({"type": "boolean"})]
+_VARIANT_CHANGES = ("subject", "from_name", "preheader", "html_content", "text_content")
+AB_TEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["variants"],
+    "properties": {
+        "variants": {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 5,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "id": nullable(text(16, min_length=1, pattern=r"^[A-Za-z0-9_-]{1,16}$")),
+                    "name": nullable(name_field(100)),
+                    "subject": nullable(text(200)),
+                    "from_name": nullable(text(100)),
+                    "preheader": nullable(text(200)),
+                    "html_content": nullable(text(500_000)),
+                    "text_content": nullable(text(200_000)),
+                    "template_id": nullable(text(min_length=1)),
+                },
+                # A variant changes something: one of these, or a template's content.
+                "anyOf": [
+                    {"required": [key], "properties": {key: {"type": "string"}}}
+                    for key in (*_VARIANT_CHANGES, "template_id")
+                ],
+            },
+            "description": "2 to 5 variants (ids unique; `a`..`e` and `Variant A`.. where not "
+            "given). Each overrides only what it names; `template_id` copies that template's "
+            "subject, preheader, HTML and text where the variant sets none. " + MERGE_TAGS,
+        },
+        "test_share": {"type": "integer", "minimum": 10, "maximum": 50, "default": 20},
+        "winner_by": {**choice("opens", "clicks", "manual"), "default": "opens"},
+        "decide_after_minutes": {
+            "type": "integer",
+            "minimum": 30,
+            "maximum": 10080,
+            "default": 240,
+        },
+    },
+    "description": "An A/B test: the variants are sent to `test_share` percent of the "
+    "audience, split at random and evenly; after `decide_after_minutes` the variant with the "
+    "best unique open (or click) rate among them is sent to the rest (`manual`: a person picks "
+    "with POST /campaigns/{id}/ab-test/winner). Null removes the test.",
+}
+AbTest = Annotated[Any, Doc(nullable(AB_TEST))]
 
 
 class CampaignCreate(BaseModel):
@@ -79,6 +127,7 @@ class CampaignCreate(BaseModel):
     audience: Annotated[Any, Doc(nullable(AUDIENCE))] = None
     track_opens: Flag = Field(None, description="Default true.")
     track_clicks: Flag = Field(None, description="Default true.")
+    ab_test: AbTest = None
 
 
 class CampaignUpdate(BaseModel):
@@ -94,6 +143,7 @@ class CampaignUpdate(BaseModel):
     audience: Annotated[Any, Doc(nullable(AUDIENCE))] = None
     track_opens: Flag = None
     track_clicks: Flag = None
+    ab_test: AbTest = None
 
 
 class Audience(BaseModel):
@@ -136,6 +186,31 @@ class CampaignApproval(BaseModel):
     rejected_reason: str | None = Field(description="Why the admin rejected it.")
 
 
+class AbVariantOut(BaseModel):
+    id: str
+    name: str
+    subject: str | None = None
+    from_name: str | None = None
+    preheader: str | None = None
+    html_content: str | None = None
+    text_content: str | None = None
+    template_id: str | None = None
+
+
+class AbTestOut(BaseModel):
+    variants: list[AbVariantOut]
+    test_share: int
+    winner_by: Literal["opens", "clicks", "manual"]
+    decide_after_minutes: int
+    status: Literal["testing", "decided"] | None = Field(
+        description="Null while a draft; testing from the send until a winner is picked."
+    )
+    decides_at: datetime | None
+    winner_variant_id: str | None
+    decided_at: datetime | None
+    decided_by: Literal["opens", "clicks", "manual"] | None
+
+
 class CampaignOut(BaseModel):
     id: str
     name: str
@@ -167,6 +242,10 @@ class CampaignOut(BaseModel):
         "it awaits approval, then approved or rejected (with the reason). Null when none: "
         "sending, scheduling or cancelling it back to draft without approval clears it."
     )
+    ab_test: AbTestOut | None = Field(
+        description="The campaign's A/B test, or null: its variants and rules, and once "
+        "sending `status` (testing, then decided), when it decides, and the winner."
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -183,6 +262,13 @@ class CampaignList(BaseModel):
 class Deleted(BaseModel):
     success: bool
     id: str
+
+
+class AbWinnerBody(BaseModel):
+    model_config = body_config("variant_id")
+    variant_id: Annotated[Any, Doc(text(16, min_length=1))] = Field(
+        None, description="The id of one of the test's variants."
+    )
 
 
 class ScheduleBody(BaseModel):
@@ -263,6 +349,29 @@ class Revenue(RevenueFigures):
     )
 
 
+class VariantRates(BaseModel):
+    open: float = Field(description="Unique opens over sent, 0 to 1.")
+    click: float
+
+
+class VariantReport(BaseModel):
+    id: str
+    name: str
+    sent: int
+    opens: int = Field(description="Recipients who opened.")
+    clicks: int = Field(description="Recipients who clicked.")
+    rates: VariantRates
+    unsubscribes: int
+    bounces: int
+
+
+class AbWinner(BaseModel):
+    variant_id: str
+    decided_by: Literal["opens", "clicks", "manual"]
+    decided_at: datetime
+    reason: str = Field(description="Why it won, in words.")
+
+
 class CampaignReport(BaseModel):
     totals: ReportTotals
     opens: int = Field(description="Every counted open, repeats included.")
@@ -275,6 +384,14 @@ class CampaignReport(BaseModel):
     revenue: Revenue = Field(
         description="Orders placed within the store's attribution_days after a recipient "
         "clicked this campaign's email (the last email clicked wins)."
+    )
+    variants: list[VariantReport] | None = Field(
+        default=None,
+        description="With an A/B test: each variant's figures (its test sends, and the "
+        "winner's sends to the rest of the audience too); null without a test.",
+    )
+    winner: AbWinner | None = Field(
+        default=None, description="The A/B test's winner once picked, and by what rule."
     )
 
 

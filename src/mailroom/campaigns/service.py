@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import case, func, select
 
+from mailroom.campaigns import ab_test as ab_tests
 from mailroom.campaigns import audience as audiences
 from mailroom.core.auth import Principal
 from mailroom.core.clock import utcnow
@@ -69,6 +70,7 @@ async def create_campaign(ctx: Context, body: dict[str, Any]) -> Campaign:
             fields.setdefault(name, getattr(template, name))
         fields["template_id"] = template.id
     fields["audience"] = await audiences.check(ctx, body.get("audience"))
+    fields["ab_test"] = await ab_tests.clean(ctx, body.get("ab_test"))
     name = await CAMPAIGNS.claim_name(ctx, body.get("name"))
     return await CAMPAIGNS.create(ctx, name, status="draft", **fields)
 
@@ -122,6 +124,8 @@ async def update_campaign(ctx: Context, campaign_id: str, changes: dict[str, Any
             fields[flag] = changes[flag]
     if "audience" in changes:
         fields["audience"] = await audiences.check(ctx, changes["audience"])
+    if "ab_test" in changes:
+        fields["ab_test"] = await ab_tests.clean(ctx, changes["ab_test"])
     ensure_editable(campaign)
     if "name" in changes:
         await CAMPAIGNS.rename(ctx, campaign, changes["name"])
@@ -225,6 +229,7 @@ def as_dict(campaign: Campaign, counts: dict[str, int]) -> dict[str, Any]:
         "stats": counts,
         "error": campaign.error,
         "approval": approval_of(campaign),
+        "ab_test": ab_tests.shown(campaign.ab_test),
         "created_at": campaign.created_at,
         "updated_at": campaign.updated_at,
     }

@@ -53,6 +53,8 @@ class Campaign(Base):
     # its template sees besides the contact (`feed`, `items`).
     rss_feed_id: Mapped[str | None] = mapped_column(String(36), default=None)
     variables: Mapped[dict[str, Any] | None] = mapped_column(JSONValue, default=None)
+    # An A/B test (campaigns.ab_test): its variants and rules, and once sending its state.
+    ab_test: Mapped[dict[str, Any] | None] = mapped_column(JSONValue, default=None)
     # Why a scheduled campaign could not start when its time came (it went back to draft).
     error: Mapped[str | None] = mapped_column(Text, default=None)
     # An assistant's send or schedule held for a workspace admin (status awaiting_approval),

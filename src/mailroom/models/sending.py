@@ -69,6 +69,8 @@ class SendLog(DueWork, Base):
     complained_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # The recipient unsubscribed through this message's link (a campaign's `unsubscribed` stat).
     unsubscribed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The A/B test variant this row sends (campaigns.ab_test); null without a test.
+    variant_id: Mapped[str | None] = mapped_column(String(16), default=None)
     # The request that queued a one-off send (transactional, test), for the worker's log lines.
     request_id: Mapped[str | None] = mapped_column(String(128), default=current_request_id)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

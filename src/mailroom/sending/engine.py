@@ -38,9 +38,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, select, update
 
 from mailroom.background import WorkerContext
-from mailroom.core import metrics
+from mailroom.core import logs, metrics
 from mailroom.core.clock import utcnow
-from mailroom.core.emails import email_domain, email_hash
+from mailroom.core.emails import email_domain, email_hash, mask_email
 from mailroom.core.plans import get_plan
 from mailroom.db import Database, claim_due
 from mailroom.models import (
@@ -275,6 +275,7 @@ class SendEngine:
                     payload=row.payload,
                     created_at=row.created_at,
                     request_id=row.request_id,
+                    variant_id=row.variant_id,
                 )
             )
         return kept, later
@@ -410,10 +411,21 @@ class SendEngine:
         return prepared
 
 
+def _variant(campaign: Campaign, variant_id: str | None) -> dict[str, Any]:
+    if not variant_id or not campaign.ab_test:
+        return {}
+    for variant in campaign.ab_test.get("variants", ()):
+        if variant.get("id") == variant_id:
+            return dict(variant)
+    return {}
+
+
 def _log_outcomes(done: list[Outcome]) -> None:
     """One line per message once its outcome is recorded, carrying the request that queued it:
     a one-off send (transactional, automation, test) at INFO, a campaign's at DEBUG (20,000
-    lines a campaign would drown the rest). Addresses are masked by the log formatters."""
+    lines a campaign would drown the rest). The address is masked here (the formatters' pattern
+    does not know every address SMTPUTF8 allows) and the relay's answer redacted before it is
+    cut (a cut address would no longer look like one)."""
     for outcome in done:
         row = outcome.row
         level = logging.DEBUG if row.kind == "campaign" else logging.INFO
@@ -423,9 +435,9 @@ def _log_outcomes(done: list[Outcome]) -> None:
                 "%s message %s to %s: %s%s",
                 row.kind,
                 row.id,
-                outcome.email or row.email,
+                mask_email(outcome.email or row.email),
                 outcome.state,
-                f" ({outcome.detail[:200]})" if outcome.detail else "",
+                f" ({logs.redact(outcome.detail)[:200]})" if outcome.detail else "",
                 extra={"request_id": row.request_id, "workspace_id": row.workspace_id},
             )
 
@@ -551,16 +563,19 @@ class _Facts:
             campaign = self.campaigns.get(row.campaign_id)
             if campaign is None:
                 return None
+            # An A/B test's variant changes only what it names.
+            variant = _variant(campaign, row.variant_id)
             content = Content(
-                ("campaign", campaign.id, campaign.updated_at.isoformat()),
-                campaign.subject,
-                campaign.preheader,
-                campaign.html_content,
-                campaign.text_content,
+                ("campaign", campaign.id, campaign.updated_at.isoformat(), row.variant_id or ""),
+                variant.get("subject", campaign.subject),
+                variant.get("preheader", campaign.preheader),
+                variant.get("html_content", campaign.html_content),
+                variant.get("text_content", campaign.text_content),
                 track_opens=campaign.track_opens,
                 track_clicks=campaign.track_clicks,
             )
-            return content, campaign.from_email, campaign.from_name, campaign.reply_to
+            from_name = variant.get("from_name", campaign.from_name)
+            return content, campaign.from_email, from_name, campaign.reply_to
         payload = row.payload or {}
         subject, preheader, html, text = (
             str(payload.get(k) or "") for k in ("subject", "preheader", "html", "text")

@@ -48,6 +48,7 @@ class Claimed:
     payload: dict[str, Any] | None
     created_at: datetime
     request_id: str | None = None  # the request that queued it: on its log lines
+    variant_id: str | None = None  # an A/B test's variant (campaigns.ab_test)
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,10 @@ async def record(session: AsyncSession, settings: Settings, outcomes: list[Outco
 async def finish_campaign(ctx: Context, campaign_id: str, now: datetime) -> bool:
     """`sent` and `campaign.sent` once no row of the campaign is due any more; the guarded
     UPDATE makes it happen once whichever worker gets there."""
-    pending = exists().where(SendLog.campaign_id == campaign_id, SendLog.status == "pending")
+    # A row waiting for an A/B test's winner is due later: not finished.
+    pending = exists().where(
+        SendLog.campaign_id == campaign_id, SendLog.status.in_(("pending", "waiting"))
+    )
     finished = await ctx.session.scalar(
         update(Campaign)
         .where(Campaign.id == campaign_id, Campaign.status == "sending", ~pending)

@@ -59,7 +59,12 @@ from mailroom.system.restore_database import (
     replace_sqlite,
     restore_postgresql,
 )
-from mailroom.system.restore_target import check_revision, check_secret, check_target
+from mailroom.system.restore_target import (
+    check_not_running,
+    check_revision,
+    check_secret,
+    check_target,
+)
 
 __all__ = ["Checked", "Staged", "check_archive", "restore"]
 
@@ -170,8 +175,9 @@ def restore(
     staged = _stage(file, settings, checked, report)
     try:
         # Unpacking may have taken minutes: a server started meanwhile is refused now, before
-        # anything is replaced, not found writing into a database replaced under it.
-        check_target(settings, checked, force=force)
+        # anything is replaced, not found writing into a database replaced under it (the
+        # staged files themselves now sit in the target: only the processes are looked at).
+        check_not_running(settings)
         assert staged.database is not None
         if kind == "sqlite":
             assert settings.sqlite_path is not None

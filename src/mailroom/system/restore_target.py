@@ -114,25 +114,34 @@ async def inspect_database(url: str) -> tuple[list[str], list[str]]:
         await engine.dispose()
 
 
+def check_not_running(settings: Settings) -> list[str]:
+    """Refuse (BackupError) while a Mailroom process beats on the target database; the tables
+    holding rows otherwise (none when there is no database yet)."""
+    kind = database_kind(settings)
+    path = settings.sqlite_path
+    if kind == "sqlite" and (path is None or not path.is_file() or path.stat().st_size == 0):
+        return []
+    try:
+        filled, running = asyncio.run(inspect_database(settings.resolved_database_url))
+    except Exception as exc:  # any failure to open it: say which, without the URL
+        where = path if kind == "sqlite" else "MAILROOM_DATABASE_URL"
+        raise BackupError(f"Cannot open the target database ({where}): {exc}") from exc
+    if running:
+        raise BackupError(
+            f"Mailroom is running on the target database ({', '.join(running)}): stop "
+            f"`mailroom serve` and `mailroom worker` first; {UNCHANGED}."
+        )
+    return filled
+
+
 def check_target(settings: Settings, checked: Checked, *, force: bool) -> None:
     kind = database_kind(settings)
-    url = settings.resolved_database_url
     occupied: list[str] = []
     path = settings.sqlite_path
-    if kind == "postgresql" or (path is not None and path.is_file() and path.stat().st_size > 0):
-        try:
-            filled, running = asyncio.run(inspect_database(url))
-        except Exception as exc:  # any failure to open it: say which, without the URL
-            where = path if kind == "sqlite" else "MAILROOM_DATABASE_URL"
-            raise BackupError(f"Cannot open the target database ({where}): {exc}") from exc
-        if running:
-            raise BackupError(
-                f"Mailroom is running on the target database ({', '.join(running)}): stop "
-                f"`mailroom serve` and `mailroom worker` first; {UNCHANGED}."
-            )
-        if filled:
-            where = str(path) if kind == "sqlite" else "MAILROOM_DATABASE_URL"
-            occupied.append(f"the database ({where}) holds data in {len(filled)} tables")
+    filled = check_not_running(settings)
+    if filled:
+        where = str(path) if kind == "sqlite" else "MAILROOM_DATABASE_URL"
+        occupied.append(f"the database ({where}) holds data in {len(filled)} tables")
     secret_file = settings.data_dir / SECRET_FILE
     if (
         checked.secret is not None

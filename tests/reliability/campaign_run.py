@@ -4,6 +4,7 @@ a `mailroom worker` process sending to a sink, and the send log's count by statu
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -28,6 +29,16 @@ def start_worker(cli_env: dict[str, str], smtp_url: str) -> subprocess.Popen[byt
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def stop_worker(worker: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the worker hands back its claims), SIGKILL if it has not gone in 30 s."""
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
 
 
 async def send_status(db, campaign_id: str) -> dict[str, int]:

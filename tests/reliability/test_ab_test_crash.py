@@ -16,7 +16,12 @@ from sqlalchemy import func, select
 
 from mailroom.core.clock import utcnow
 from mailroom.models import SendLog
-from tests.reliability.campaign_run import send_status, start_worker, verified_campaign
+from tests.reliability.campaign_run import (
+    send_status,
+    start_worker,
+    stop_worker,
+    verified_campaign,
+)
 from tests.sending.helpers import ok
 from tests.sending.sink import Sink
 
@@ -53,15 +58,6 @@ def _kill_after(worker: subprocess.Popen[bytes], sink: Sink, count: int) -> None
     worker.wait(timeout=10)
 
 
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-
-
 async def test_a_test_and_its_remainder_survive_a_killed_worker(client, db, ws, settings, cli_env):
     campaign = await verified_campaign(client, db, ws, RECIPIENTS)
     test = {
@@ -82,7 +78,7 @@ async def test_a_test_and_its_remainder_survive_a_killed_worker(client, db, ws, 
         try:
             await asyncio.to_thread(_kill_after, worker, sink, tested // 3)
         finally:
-            _stop(worker)
+            stop_worker(worker)
         held.append(await _held(db))
         worker = start_worker(cli_env, sink.url)
         try:
@@ -92,7 +88,7 @@ async def test_a_test_and_its_remainder_survive_a_killed_worker(client, db, ws, 
                 "waiting": RECIPIENTS - tested,
             }
         finally:
-            _stop(worker)
+            stop_worker(worker)
 
         # Mid-remainder: the winner picked, a worker killed a third of the way through it.
         picked = await client.post(
@@ -104,13 +100,13 @@ async def test_a_test_and_its_remainder_survive_a_killed_worker(client, db, ws, 
         try:
             await asyncio.to_thread(_kill_after, worker, sink, before + (RECIPIENTS - tested) // 3)
         finally:
-            _stop(worker)
+            stop_worker(worker)
         held.append(await _held(db))
         worker = start_worker(cli_env, sink.url)
         try:
             await _until(db, campaign["id"], lambda s: s == {"sent": RECIPIENTS})
         finally:
-            _stop(worker)
+            stop_worker(worker)
         received = sink.received
 
     subjects: dict[str, set[str]] = defaultdict(set)

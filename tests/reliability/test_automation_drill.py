@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 import time
 from collections import Counter
 
@@ -16,7 +15,7 @@ from sqlalchemy import func, select
 
 from mailroom.models import AutomationRun, ContactTag, SendLog
 from tests.conftest import BACKEND
-from tests.reliability.campaign_run import start_worker
+from tests.reliability.campaign_run import start_worker, stop_worker
 from tests.sending.helpers import ok
 
 # Enough that the kill, at the first committed batch (200 runs), always lands mid-way.
@@ -94,12 +93,7 @@ async def test_two_workers_and_a_sigkill_take_everyone_through_once(client, db, 
         recovery = time.monotonic() - killed_at
     finally:
         for worker in (first, second):
-            if worker.poll() is None:
-                worker.send_signal(signal.SIGTERM)
-                try:
-                    worker.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+            stop_worker(worker)
     print(
         f"\n[{BACKEND}] SIGKILL with {at_kill['completed']} of {CONTACTS} runs completed: all "
         f"done {recovery:.1f} s later"

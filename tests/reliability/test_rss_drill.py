@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 import time
 
 from sqlalchemy import func, select, update
 
 from mailroom.core.clock import utcnow
 from mailroom.models import Campaign, RssFeed, SendLog
-from tests.reliability.campaign_run import start_worker
+from tests.reliability.campaign_run import start_worker, stop_worker
 from tests.rss.feed_server import Blog
 from tests.rss.helpers import API, due_now, make_feed, ready_workspace
 from tests.sending.helpers import ok
@@ -27,15 +26,6 @@ async def _issues(db, feed_id: str) -> list[str]:
         return list(
             await session.scalars(select(Campaign.id).where(Campaign.rss_feed_id == feed_id))
         )
-
-
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
 
 
 async def test_a_worker_killed_mid_fetch_leaves_one_issue_not_zero_not_two(
@@ -62,7 +52,7 @@ async def test_a_worker_killed_mid_fetch_leaves_one_issue_not_zero_not_two(
             doomed.send_signal(signal.SIGKILL)
             doomed.wait(timeout=10)
         finally:
-            _stop(doomed)
+            stop_worker(doomed)
         assert await _issues(db, feed["id"]) == []  # killed before the issue: none yet
         blog.stall.set()
         blog.stall = None
@@ -88,7 +78,7 @@ async def test_a_worker_killed_mid_fetch_leaves_one_issue_not_zero_not_two(
             await asyncio.sleep(1)  # the other worker's tick, had it fetched too
         finally:
             for worker in workers:
-                _stop(worker)
+                stop_worker(worker)
         issues = await _issues(db, feed["id"])
         assert len(issues) == 1
         async with db.session(write=False) as session:

@@ -276,7 +276,6 @@ async def pick_winner(ctx: Context, campaign_id: str, variant_id: Any) -> Campai
     """A person's (or a key's) pick of an A/B test's winner, early or for a manual test."""
     campaign = await locked(ctx, campaign_id)
     await ab_tests.pick_winner(ctx, campaign, variant_id, "manual", utcnow(), "picked by hand")
-    CAMPAIGNS.touch(campaign)
     return campaign
 
 

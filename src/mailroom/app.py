@@ -23,6 +23,7 @@ from mailroom.campaigns.api import router as campaigns_router
 from mailroom.contacts.api import router as contacts_router
 from mailroom.core import logs, multiprocess
 from mailroom.custom_fields.api import router as custom_fields_router
+from mailroom.dashboard.ab_test_pages import router as dashboard_ab_tests_router
 from mailroom.dashboard.assistant_pages import router as dashboard_assistants_router
 from mailroom.dashboard.automation_pages import router as dashboard_automations_router
 from mailroom.dashboard.blueprint_pages import router as dashboard_blueprints_router
@@ -100,6 +101,7 @@ DASHBOARD_ROUTERS = [
     dashboard_segments_router,
     dashboard_templates_router,
     dashboard_campaigns_router,
+    dashboard_ab_tests_router,
     dashboard_forms_router,
     dashboard_automations_router,
     dashboard_people_router,

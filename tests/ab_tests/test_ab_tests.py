@@ -20,8 +20,8 @@ from tests.sending.helpers import campaign_body, make_contacts, make_list, ok
 TWO = [{"subject": "Subject A"}, {"subject": "Subject B", "from_name": "Ann at Shop"}]
 
 
-async def _draft(client, ws, list_id, **test):
-    body = campaign_body(list_id, ab_test={"variants": TWO, **test})
+async def _draft(client, ws, list_id, content=None, **test):
+    body = campaign_body(list_id, ab_test={"variants": TWO, **test}, **(content or {}))
     return (await ok(await client.post("/api/v1/campaigns", json=body, headers=ws.headers), 201))[
         "campaign"
     ]
@@ -105,12 +105,12 @@ async def test_a_draft_keeps_its_test_and_a_change_replaces_or_removes_it(client
     assert removed["campaign"]["ab_test"] is None
 
 
-async def _started(client, db, ws, recipients: int, **test):
+async def _started(client, db, ws, recipients: int, content=None, **test):
     await verified_domain(client, db, ws)
     list_id = await make_list(client, ws)
     emails = [f"r{i:03d}@mailtest.io" for i in range(recipients)]
     await make_contacts(client, ws, emails, list_id)
-    campaign = await _draft(client, ws, list_id, **test)
+    campaign = await _draft(client, ws, list_id, content, **test)
     sent = await client.post(f"/api/v1/campaigns/{campaign['id']}/send", headers=ws.headers)
     return (await ok(sent, 202))["campaign"]
 

@@ -1,4 +1,4 @@
-"""A/B tests (issue 32, work in progress): a campaign tries 2 to 5 variants on a share of its
+"""A/B tests (issue 32): a campaign tries 2 to 5 variants on a share of its
 audience, then sends the winner to the rest.
 
 The test lives on the campaign (`Campaign.ab_test`, plain JSON): the variants and rules a
@@ -15,12 +15,12 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import case, func, literal, null, select, update
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
-from mailroom.models import Campaign, SendLog
+from mailroom.models import Campaign, Contact, SendLog
 from mailroom.sending.service import MAX_FROM_NAME
 from mailroom.templates import service as templates
 from mailroom.templates.render import syntax_error
@@ -172,46 +172,59 @@ def shown(test: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def variant_of(test: dict[str, Any] | None, variant_id: str | None) -> dict[str, Any]:
+    """A variant's overrides by id ({} without a test or for an unknown id): what the engine
+    sends and the dashboard previews."""
+    if not variant_id or not test:
+        return {}
+    for variant in test.get("variants", ()):
+        if variant.get("id") == variant_id:
+            return dict(variant)
+    return {}
+
+
 # ------------------------------------------------------------------ the split, at start
 
 
-async def split(
-    ctx: Context, campaign_id: str, test: dict[str, Any], queued: int, now: datetime
-) -> dict[str, Any]:
-    """Share the test's part of the just-frozen audience at random and evenly among the
-    variants (sizes within one of each other); the rest waits for the winner. Returns the
-    test with its state (`testing`, when it decides). 422 when the test's part is smaller
-    than the number of variants (the caller's transaction then changes nothing)."""
+def split_source(condition: Any, test: dict[str, Any]) -> Any:
+    """The audience (`condition` over contacts) in random order, each row with its status and
+    variant: the first `test_share` percent shared evenly among the variants (sizes within
+    one of each other), the rest `waiting` with none. The snapshot inserts from it."""
     variants = [v["id"] for v in test["variants"]]
-    tested = queued * int(test["test_share"]) // 100
-    if tested < len(variants):
-        raise ApiError(422, f"Audience too small for {len(variants)} variants")
-    which = " ".join(f"WHEN {i} THEN :v{i}" for i in range(len(variants)))
-    statement = text(
-        f"""
-        UPDATE send_log SET
-            variant_id = CASE WHEN p.rn <= :tested THEN CASE (p.rn - 1) % :n {which} END END,
-            status = CASE WHEN p.rn <= :tested THEN 'pending' ELSE '{WAITING}' END
-        FROM (
-            SELECT id, row_number() OVER (ORDER BY random()) AS rn
-            FROM send_log WHERE campaign_id = :campaign AND workspace_id = :ws
-        ) AS p
-        WHERE send_log.id = p.id
-        """
+    ordered = (
+        select(
+            Contact.id.label("contact_id"),
+            Contact.email.label("email"),
+            func.row_number().over(order_by=func.random()).label("rn"),
+            func.count().over().label("total"),
+        )
+        .where(condition)
+        .subquery("audience")
     )
-    params: dict[str, Any] = {
-        "tested": tested,
-        "n": len(variants),
-        "campaign": campaign_id,
-        "ws": ctx.workspace_id,
-        **{f"v{i}": v for i, v in enumerate(variants)},
-    }
-    await ctx.session.execute(statement, params)
+    # rn <= floor(total * share / 100), without a division whose rounding differs by dialect.
+    tested = ordered.c.rn * 100 <= ordered.c.total * int(test["test_share"])
+    which = case(
+        *[((ordered.c.rn - 1) % len(variants) == i, literal(v)) for i, v in enumerate(variants)],
+        else_=literal(variants[0]),
+    )
+    return select(
+        ordered.c.contact_id,
+        ordered.c.email,
+        case((tested, literal("pending")), else_=literal(WAITING)).label("status"),
+        case((tested, which), else_=null()).label("variant_id"),
+    ).subquery("split")
+
+
+def started(test: dict[str, Any], queued: int, now: datetime) -> dict[str, Any]:
+    """The test's state once its audience is frozen and split (`split_source`): `testing`,
+    and when it decides. 422 when the tested share is smaller than the number of variants."""
+    if queued * int(test["test_share"]) // 100 < len(test["variants"]):
+        raise ApiError(422, f"Audience too small for {len(test['variants'])} variants")
     decides_at = now + timedelta(minutes=int(test["decide_after_minutes"]))
     return {
         **test,
         "status": "testing",
-        "decides_at": decides_at.isoformat().replace("+00:00", "Z"),
+        "decides_at": _iso(decides_at),
         "winner_variant_id": None,
         "decided_at": None,
         "decided_by": None,

@@ -117,22 +117,29 @@ async def start(ctx: Context, campaign: Campaign) -> int:
     condition = await _condition(ctx, campaign)
     now = utcnow()
     at = literal(now, UTCDateTime())
+    test = campaign.ab_test
+    # An A/B test's split is made as the audience is frozen: each row gets its variant, or
+    # waits for the winner (one statement, no second pass over the rows).
+    source: Any = ab_tests.split_source(condition, test) if test else None
     rows: Any = select(
         literal_column(sql_uuid(ctx.dialect)),
         literal(ctx.workspace_id, String(36)),
         literal("campaign", String(16)),
         literal(campaign.id, String(36)),
-        Contact.id,
-        Contact.email,
+        source.c.contact_id if test else Contact.id,
+        source.c.email if test else Contact.email,
         literal(PRIORITY_CAMPAIGN),
         literal(0),
         literal(0),
         literal(0),
-        literal("pending", String(20)),
+        source.c.status if test else literal("pending", String(20)),
+        source.c.variant_id if test else literal(None, String(16)),
         at,
         at,
         at,
-    ).where(condition)
+    )
+    if not test:
+        rows = rows.where(condition)
     result = await ctx.session.execute(
         insert(SendLog).from_select(
             [
@@ -147,6 +154,7 @@ async def start(ctx: Context, campaign: Campaign) -> int:
                 "open_count",
                 "click_count",
                 "status",
+                "variant_id",
                 "run_at",
                 "created_at",
                 "updated_at",
@@ -157,8 +165,8 @@ async def start(ctx: Context, campaign: Campaign) -> int:
     queued = int(getattr(result, "rowcount", 0) or 0)
     if queued == 0:
         raise ApiError(422, NO_AUDIENCE)
-    if campaign.ab_test:
-        campaign.ab_test = await ab_tests.split(ctx, campaign.id, campaign.ab_test, queued, now)
+    if test:  # 422 (the caller's transaction then changes nothing) when too few were tested
+        campaign.ab_test = ab_tests.started(test, queued, now)
     await limits.reserve(ctx.session, ctx.principal.account_id, ctx.principal.plan, queued, now)
     campaign.from_email, campaign.from_name, campaign.reply_to = from_email, from_name, reply_to
     campaign.status, campaign.started_at, campaign.recipients = "sending", now, queued

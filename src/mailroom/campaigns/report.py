@@ -89,6 +89,8 @@ async def _variants(ctx: Context, campaign: Campaign) -> dict[str, Any]:
     if not test:
         return {}
     found = await ab_tests.counts(ctx, campaign.id)
+    ids = [variant["id"] for variant in test["variants"]]
+    revenue = await attribution.revenue_by_variant(ctx, campaign.id, ids)
     variants = []
     for variant in test["variants"]:
         figures = found.get(variant["id"], dict.fromkeys(ab_tests.FIGURES, 0))
@@ -101,6 +103,7 @@ async def _variants(ctx: Context, campaign: Campaign) -> dict[str, Any]:
                     "open": _rate(figures["opens"], figures["sent"]),
                     "click": _rate(figures["clicks"], figures["sent"]),
                 },
+                "revenue": revenue[variant["id"]],
             }
         )
     winner = None

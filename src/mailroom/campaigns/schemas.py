@@ -363,6 +363,9 @@ class VariantReport(BaseModel):
     rates: VariantRates
     unsubscribes: int
     bounces: int
+    revenue: Revenue = Field(
+        description="Orders attributed to the campaign whose buyer was sent this variant."
+    )
 
 
 class AbWinner(BaseModel):

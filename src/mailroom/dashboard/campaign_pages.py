@@ -22,7 +22,7 @@ from mailroom.campaigns.schemas import AUDIENCE_KEYS
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
 from mailroom.core.pagination import PageParams
-from mailroom.dashboard import render
+from mailroom.dashboard import ab_test_pages, render
 from mailroom.dashboard.charts import bar_chart, hourly_chart
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, refused, when
 from mailroom.dashboard.template_pages import preview_document
@@ -161,6 +161,7 @@ async def _editor(
         count_problem=count_problem,
         left_this_month=max(0, state["monthly_allowance"] - state["sent_this_month"]),
         state=state,
+        ab=ab_test_pages.editor(draft.get("ab_test")),
         flashes=sessions.take_flash(visitor.row),
     )
 
@@ -183,6 +184,7 @@ def _draft_of(form: dict[str, Any]) -> dict[str, Any]:
         "track_opens": form.get("track_opens") == "on",
         "track_clicks": form.get("track_clicks") == "on",
         "template_id": str(form.get("template_id") or ""),
+        "ab_test": ab_test_pages.from_form(form),
     }
 
 
@@ -216,6 +218,9 @@ async def preview_campaign(campaign_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         stored = await campaigns.get_campaign(ctx, campaign_id)
         parts = {name: getattr(stored, name) or "" for name in campaigns.CONTENT}
+        variant = request.query_params.get("variant")  # an A/B test's variant
+        if variant:
+            ab_test_pages.preview_parts(stored.ab_test, variant, parts)
         return await preview_document(
             ctx, request, "", lambda contact_id: templates.preview_draft(ctx, parts, contact_id)
         )
@@ -245,6 +250,7 @@ def _body(form: dict[str, Any], *, creating: bool) -> dict[str, Any]:
     body["audience"] = _audience_of(form)
     body["track_opens"] = form.get("track_opens") == "on"
     body["track_clicks"] = form.get("track_clicks") == "on"
+    body["ab_test"] = ab_test_pages.from_form(form)
     template_id = str(form.get("template_id") or "")
     if creating and template_id:
         body["template_id"] = template_id
@@ -298,6 +304,7 @@ async def _report_page(visitor: Visitor, ctx: Context, stored: Campaign, page: i
         started=when(campaign["started_at"]),
         finished=when(campaign["finished_at"]),
         report=found,
+        ab=ab_test_pages.report(campaign, found),
         revenue=money_text(found["revenue"]) if found["revenue"]["currency"] else None,
         rates={k: f"{v * 100:.1f} %" for k, v in found["rates"].items()},
         progress=progress,

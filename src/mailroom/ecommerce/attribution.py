@@ -110,6 +110,42 @@ async def revenue_of(ctx: Context, kind: str, ids: list[str]) -> dict[str, dict[
         )
         for owner, currency, count, total in rows.all():
             sums[str(owner)].append((currency, int(count), int(total or 0)))
+    return await _per_owner(ctx, ids, sums)
+
+
+async def revenue_by_variant(
+    ctx: Context, campaign_id: str, variant_ids: list[str]
+) -> dict[str, dict[str, Any]]:
+    """A campaign's attributed revenue per A/B variant, as `revenue_of` answers: an order
+    belongs to the variant its buyer was sent (each recipient gets one variant, or the
+    winner). One grouped query over the campaign's orders and send log."""
+    sums: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    rows = await ctx.session.execute(
+        select(SendLog.variant_id, Order.currency, func.count(), func.sum(Order.total))
+        .select_from(Order)
+        .join(
+            SendLog,
+            (SendLog.workspace_id == Order.workspace_id)
+            & (SendLog.campaign_id == Order.attributed_id)
+            & (SendLog.contact_id == Order.contact_id),
+        )
+        .where(
+            Order.workspace_id == ctx.workspace_id,
+            Order.attributed_type == "campaign",
+            Order.attributed_id == campaign_id,
+            Order.status.in_(COUNTED),
+            SendLog.variant_id.is_not(None),
+        )
+        .group_by(SendLog.variant_id, Order.currency)
+    )
+    for variant, currency, count, total in rows.all():
+        sums[str(variant)].append((currency, int(count), int(total or 0)))
+    return await _per_owner(ctx, variant_ids, sums)
+
+
+async def _per_owner(
+    ctx: Context, ids: list[str], sums: dict[str, list[tuple[str, int, int]]]
+) -> dict[str, dict[str, Any]]:
     default = await default_currency(ctx) if len(sums) < len(set(ids)) else None
     out = {}
     for owner in ids:

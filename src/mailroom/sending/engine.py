@@ -38,6 +38,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, select, update
 
 from mailroom.background import WorkerContext
+from mailroom.campaigns import ab_test as ab_tests
 from mailroom.core import logs, metrics
 from mailroom.core.clock import utcnow
 from mailroom.core.emails import email_domain, email_hash, mask_email
@@ -411,15 +412,6 @@ class SendEngine:
         return prepared
 
 
-def _variant(campaign: Campaign, variant_id: str | None) -> dict[str, Any]:
-    if not variant_id or not campaign.ab_test:
-        return {}
-    for variant in campaign.ab_test.get("variants", ()):
-        if variant.get("id") == variant_id:
-            return dict(variant)
-    return {}
-
-
 def _log_outcomes(done: list[Outcome]) -> None:
     """One line per message once its outcome is recorded, carrying the request that queued it:
     a one-off send (transactional, automation, test) at INFO, a campaign's at DEBUG (20,000
@@ -564,7 +556,7 @@ class _Facts:
             if campaign is None:
                 return None
             # An A/B test's variant changes only what it names.
-            variant = _variant(campaign, row.variant_id)
+            variant = ab_tests.variant_of(campaign.ab_test, row.variant_id)
             content = Content(
                 ("campaign", campaign.id, campaign.updated_at.isoformat(), row.variant_id or ""),
                 variant.get("subject", campaign.subject),

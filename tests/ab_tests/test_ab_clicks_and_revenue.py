@@ -91,3 +91,38 @@ async def test_clicks_decide_when_the_time_comes_and_revenue_is_per_variant(
     assert len(rest) == 10 and {str(m.parsed()["Subject"]) for m in rest} == {"Subject B"}
     done = (await ok(await client.get(path, headers=ws.headers)))["campaign"]
     assert done["status"] == "sent"
+
+
+async def test_a_winner_picked_early_ends_a_timed_test(
+    client, db, ws, sink, driver, settings, monkeypatch
+):
+    campaign = await _started(client, db, ws, 20, test_share=50, winner_by="opens")
+    await driver.drain()
+    path = f"/api/v1/campaigns/{campaign['id']}"
+    picked = await client.post(
+        f"{path}/ab-test/winner", json={"variant_id": "a"}, headers=ws.headers
+    )
+    test = (await ok(picked))["campaign"]["ab_test"]
+    assert (test["status"], test["winner_variant_id"], test["decided_by"]) == (
+        "decided",
+        "a",
+        "manual",
+    )
+    from mailroom.worker import WorkerContext, _contexts
+
+    # The time the rule would have decided comes: nothing is decided again.
+    later = utcnow() + timedelta(hours=5)
+    contexts = _contexts(WorkerContext(db, settings, "test-worker"))
+    monkeypatch.setattr(ab_tests, "utcnow", lambda: later)
+    assert await ab_tests.decide_due(contexts, db) == 0
+    monkeypatch.undo()
+    await driver.drain()
+    everyone = [m.recipients[0] for m in sink.received]
+    assert len(everyone) == len(set(everyone)) == 20
+    found = (await ok(await client.get(f"{path}/report", headers=ws.headers)))["report"]
+    assert found["winner"] == {
+        "variant_id": "a",
+        "decided_by": "manual",
+        "decided_at": found["winner"]["decided_at"],
+        "reason": "picked by hand",
+    }

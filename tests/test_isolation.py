@@ -296,6 +296,9 @@ CASES = [
     Case("get-domain", "GET", "/api/v1/domains/{id}", "/api/v1/domains/{a_domain}", D),
     Case("delete-domain", "DELETE", "/api/v1/domains/{id}", "/api/v1/domains/{a_domain}", D),
     Case(
+        "domain-dmarc", "GET", "/api/v1/domains/{id}/dmarc", "/api/v1/domains/{a_domain}/dmarc", D
+    ),
+    Case(
         "verify-domain",
         "POST",
         "/api/v1/domains/{id}/verify",
@@ -858,6 +861,7 @@ async def _state(client, db, world: World) -> dict[str, Any]:
         "segment": f"/api/v1/segments/{ids['a_segment']}",
         "segment_preview": f"/api/v1/segments/{ids['a_segment']}/preview",
         "domain": f"/api/v1/domains/{ids['a_domain']}",
+        "domain_dmarc": f"/api/v1/domains/{ids['a_domain']}/dmarc",
         "campaign": f"/api/v1/campaigns/{ids['a_campaign']}",
         "automation": f"/api/v1/automations/{ids['a_auto']}",
         "automation_runs": f"/api/v1/automations/{ids['a_auto']}/runs",

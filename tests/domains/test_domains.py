@@ -32,6 +32,7 @@ DOMAIN_KEYS = {
     "verified_at",
     "last_checked_at",
     "created_at",
+    "checks",
 }
 RECORD_KEYS = {"type", "host", "value", "purpose", "status", "reason"}
 UNKNOWN_ID = "00000000-0000-0000-0000-000000000000"
@@ -86,7 +87,10 @@ async def test_add_answers_the_domain_with_its_records_and_get_reads_it_back(
         "reason": None,
     }
     assert record(domain, "dmarc")["host"] == "_dmarc.news.acme-mail.com"
-    assert record(domain, "dmarc")["value"] == "v=DMARC1; p=quarantine"
+    # Aggregate reports are asked for at the installation's return-path domain.
+    assert record(domain, "dmarc")["value"] == (
+        f"v=DMARC1; p=quarantine; rua=mailto:dmarc@{BOUNCE_HOST}"
+    )
     assert record(domain, "return_path") == {
         "type": "CNAME",
         "host": "rp.news.acme-mail.com",

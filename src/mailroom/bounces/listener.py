@@ -1,5 +1,6 @@
 """The inbound SMTP listener (aiosmtpd) for what comes back to the return path: bounces,
-delivery reports, feedback-loop complaints and List-Unsubscribe mails.
+delivery reports, feedback-loop complaints, List-Unsubscribe mails and DMARC aggregate
+reports (to `dmarc@`).
 
 It accepts any recipient (the return-path domain is the operator's; what cannot be mapped is
 dropped after DATA, never refused, so nothing learns which tokens are valid) and acts on each
@@ -22,6 +23,7 @@ from mailroom.bounces.reports import Report, read
 from mailroom.bounces.smtp import BoundedSMTP, Gate
 from mailroom.core import metrics
 from mailroom.db import Database
+from mailroom.domains import dmarc
 from mailroom.settings import Settings
 
 log = logging.getLogger("mailroom.bounces")
@@ -55,9 +57,12 @@ class ReportHandler:
         envelope.original_content = envelope.content = None
         try:
             target = service.addressed(self.settings, recipients)
-            report = read(data) if target is not None and target.kind != "unsubscribe" else None
-            del data
-            what = await self._handle(target, report)
+            if target is not None and target.kind == "dmarc":  # parsed off the loop there
+                what = await dmarc.receive(self.db, data)
+            else:
+                report = read(data) if target is not None and target.kind != "unsubscribe" else None
+                del data
+                what = await self._handle(target, report)
         except Exception:
             # Tell the sender to try again later: the report is not lost.
             log.exception("acting on an inbound report failed")

@@ -32,6 +32,8 @@ from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.ids import new_id
 from mailroom.db import Database, chunks
+from mailroom.domains import dmarc
+from mailroom.domains.dns import DMARC_MAILBOX
 from mailroom.events import service as events
 from mailroom.models import Contact, DeliveryReport, SendLog
 from mailroom.pages import service as unsubscribe_page
@@ -49,7 +51,7 @@ Delivered = aliased(DeliveryReport)
 
 @dataclass(frozen=True)
 class Target:
-    kind: str  # bounce | generic | unsubscribe
+    kind: str  # bounce | generic | unsubscribe | dmarc
     row_id: str | None = None
     domain: str = ""  # of the generic address: must be the return path of the message named
 
@@ -61,6 +63,8 @@ def target_of(settings: Settings, address: str) -> Target | None:
     secret = settings.resolved_secret_key
     if prefix == "bounces" and not plus:
         return Target("generic", domain=domain.lower().rstrip("."))
+    if prefix == DMARC_MAILBOX and not plus:  # aggregate reports (domains.dmarc)
+        return Target("dmarc", domain=domain.lower().rstrip("."))
     if prefix == "bounces":
         row_id = tokens.read_short(secret, BOUNCE, token)
         return Target("bounce", row_id) if row_id else None
@@ -110,6 +114,8 @@ async def handle(db: Database, settings: Settings, recipients: list[str], data: 
         return "dropped"
     if target.kind == "unsubscribe":
         return await unsubscribe(db, settings, target.row_id or "")
+    if target.kind == "dmarc":
+        return await dmarc.receive(db, data)
     report = read(data)
     if not report.outcomes:
         return "ignored"

@@ -1,5 +1,6 @@
 """The Sending page (admins): the state and pause/resume, this month's usage, the sender
-identity, and sending domains with the DNS records to publish and a check of each. The DNS
+identity, and sending domains with the DNS records to publish and a check of each, the
+bulk-sender rules each meets or not, and its DMARC aggregate reports. The DNS
 look-ups run between two transactions, as the API's verify does (no connection held)."""
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from mailroom.core.context import Context
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
 from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, when
+from mailroom.domains import dmarc
 from mailroom.domains import service as domains
+from mailroom.domains.dns import DMARC_MAILBOX
 from mailroom.people import sessions
 from mailroom.sending import service as sending
 from mailroom.sending.transport import parse_smtp_url
@@ -34,10 +37,54 @@ async def _sending_page(visitor: Visitor, ctx: Context, status: int = 200) -> Re
         paused_at=when(state["paused_at"]),
         bounce_rate=f"{state['bounce_rate'] * 100:.2f} %",
         complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
-        domains=[domains.as_dict(ctx, d) for d in rows],
+        domains=await domains.describe(ctx, rows),
         relay=_relay(ctx.settings.smtp_url),
+        check_labels=CHECK_LABELS,
         flashes=sessions.take_flash(visitor.row),
     )
+
+
+CHECK_LABELS = {
+    "dkim_aligned": "DKIM, aligned",
+    "spf_aligned": "SPF, aligned",
+    "dmarc_published": "DMARC published",
+    "one_click_unsubscribe": "One-click unsubscribe",
+    "complaint_rate": "Spam complaints",
+    "tls_to_relay": "TLS to the relay",
+    "ehlo_name": "EHLO name",
+}
+
+
+@router.get("/settings/sending/domains/{domain_id}/dmarc")
+async def dmarc_page(domain_id: str, request: Request) -> Response:
+    """What mailbox providers reported about a domain: per day and source, how much passed."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        domain = await domains.get_domain(ctx, domain_id)
+        raw = request.query_params.get("days") or ""
+        days = int(raw) if raw.isdigit() and 1 <= int(raw) <= dmarc.MAX_DAYS else 30
+        rows = await dmarc.rows_of(ctx, domain.id, days)
+        found = dmarc.summary(rows)
+        return render.page(
+            "sending_dmarc.html",
+            title=f"DMARC reports: {domain.domain}",
+            section="sending",
+            visitor=visitor,
+            domain=domain,
+            days=days,
+            rows=rows,
+            summary=found,
+            rates={
+                key: f"{found[key] * 100:.1f} %"
+                for key in ("spf_pass_rate", "dkim_pass_rate", "dmarc_pass_rate")
+            },
+            mailbox=f"{DMARC_MAILBOX}@{ctx.settings.return_path_domain}"
+            if ctx.settings.return_path_domain
+            else None,
+            flashes=sessions.take_flash(visitor.row),
+        )
+
+    return await as_visitor(request, work, admin=True)
 
 
 def _relay(url: str) -> str:

@@ -2,12 +2,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 
 from mailroom.core.context import Context
 from mailroom.core.pagination import Pagination
-from mailroom.domains import service
-from mailroom.domains.schemas import DomainCreate, DomainDeleted, DomainEnvelope, DomainPage
+from mailroom.domains import dmarc, service
+from mailroom.domains.schemas import (
+    DmarcEnvelope,
+    DomainCreate,
+    DomainDeleted,
+    DomainEnvelope,
+    DomainPage,
+)
 from mailroom.web.deps import Paging, set_audit_target, use
 from mailroom.web.openapi import errors
 
@@ -15,7 +21,9 @@ router = APIRouter(prefix="/api/v1/domains", tags=["Sending domains"])
 
 RECORDS_NOTE = (
     " `records` lists what to publish: the DKIM TXT record (required for `verified`) and, as "
-    "advised, SPF, DMARC and a return-path CNAME, each with its last verdict."
+    "advised, SPF, DMARC (asking for aggregate reports at `dmarc@<return-path domain>` when "
+    "the installation has one) and a return-path CNAME, each with its last verdict. `checks` "
+    "scores the domain against Gmail's and Yahoo's bulk-sender rules, each with what to fix."
 )
 
 
@@ -31,7 +39,7 @@ async def list_domains(
 ) -> dict[str, Any]:
     domains, total = await service.list_domains(ctx, paging)
     return {
-        "domains": [service.as_dict(ctx, d) for d in domains],
+        "domains": await service.describe(ctx, domains),
         "pagination": Pagination.of(paging, total),
     }
 
@@ -50,7 +58,7 @@ async def create_domain(
 ) -> dict[str, Any]:
     domain = await service.create_domain(ctx, body.domain)
     set_audit_target(request, domain.id)
-    return {"domain": service.as_dict(ctx, domain)}
+    return {"domain": (await service.describe(ctx, [domain]))[0]}
 
 
 @router.get(
@@ -61,7 +69,7 @@ async def create_domain(
     responses=errors(404, e404="Domain not found"),
 )
 async def get_domain(id: str, ctx: Annotated[Context, use("campaigns:read")]) -> dict[str, Any]:
-    return {"domain": service.as_dict(ctx, await service.get_domain(ctx, id))}
+    return {"domain": (await service.describe(ctx, [await service.get_domain(ctx, id)]))[0]}
 
 
 @router.delete(
@@ -96,4 +104,29 @@ async def delete_domain(id: str, ctx: Annotated[Context, use("campaigns:write")]
     responses=errors(404, e404="Domain not found"),
 )
 async def verify_domain(id: str, ctx: Annotated[Context, use("campaigns:write")]) -> dict[str, Any]:
-    return {"domain": service.as_dict(ctx, await service.verify_domain(ctx, id))}
+    return {"domain": (await service.describe(ctx, [await service.verify_domain(ctx, id)]))[0]}
+
+
+@router.get(
+    "/{id}/dmarc",
+    response_model=DmarcEnvelope,
+    summary="DMARC aggregate reports about a sending domain",
+    description="What mailbox providers reported (RFC 7489 aggregate reports mailed to the "
+    "`rua` address of the domain's DMARC record), per UTC day, source IP and reporter, newest "
+    "day first: messages seen and how many passed SPF and DKIM aligned, and DMARC. `known` is "
+    "false for a source none of whose mail passed DKIM: not Mailroom, which signs everything "
+    "(another service sending as the domain, or someone forging it). `summary` totals the "
+    "period. A report sent twice counts once.",
+    responses=errors(400, 404, e404="Domain not found"),
+)
+async def domain_dmarc(
+    id: str,
+    ctx: Annotated[Context, use("campaigns:read")],
+    days: Annotated[
+        int,
+        Query(ge=1, le=dmarc.MAX_DAYS, description="The last N UTC days, today included."),
+    ] = dmarc.DEFAULT_DAYS,
+) -> dict[str, Any]:
+    domain = await service.get_domain(ctx, id)
+    rows = await dmarc.rows_of(ctx, domain.id, days)
+    return {"reports": rows, "summary": dmarc.summary(rows)}

@@ -6,7 +6,9 @@ MAILROOM_DNS_NAMESERVERS or the system's resolver).
 - SPF (advised, when MAILROOM_SPF_INCLUDE is set): the domain's one `v=spf1` TXT record
   includes it.
 - DMARC (advised): a `v=DMARC1` TXT record at `_dmarc.<domain>` or at a parent domain's
-  `_dmarc` (a subdomain inherits its organisation's policy); any policy counts.
+  `_dmarc` (a subdomain inherits its organisation's policy); any policy counts. The value asked
+  for names `rua=mailto:dmarc@<MAILROOM_RETURN_PATH_DOMAIN>` when that is set, so aggregate
+  reports reach the inbound listener.
 - Return path (advised, when MAILROOM_RETURN_PATH_DOMAIN is set): CNAME
   `<MAILROOM_RETURN_PATH_SUBDOMAIN>.<domain>` to it, so bounces reach this installation.
 
@@ -37,6 +39,7 @@ EDNS_PAYLOAD = 1232  # a 2048-bit DKIM record (~420 bytes) fits UDP either way
 
 DKIM, SPF, DMARC, RETURN_PATH = "dkim", "spf", "dmarc", "return_path"
 LABELS = {DKIM: "DKIM", SPF: "SPF", DMARC: "DMARC", RETURN_PATH: "Return path"}
+DMARC_MAILBOX = "dmarc"  # rua=mailto:dmarc@<return-path domain> (domains.dmarc)
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,10 @@ def expected_records(
     records = [Record("TXT", dkim_host(domain, selector), f"v=DKIM1; k=rsa; p={public_key}", DKIM)]
     if settings.spf_include:
         records.append(Record("TXT", domain, f"v=spf1 include:{settings.spf_include} ~all", SPF))
-    records.append(Record("TXT", f"_dmarc.{domain}", f"v=DMARC1; p={settings.dmarc_policy}", DMARC))
+    dmarc = f"v=DMARC1; p={settings.dmarc_policy}"
+    if settings.return_path_domain:  # aggregate reports come back to the inbound listener
+        dmarc += f"; rua=mailto:{DMARC_MAILBOX}@{settings.return_path_domain}"
+    records.append(Record("TXT", f"_dmarc.{domain}", dmarc, DMARC))
     if settings.return_path_domain:
         host = f"{settings.return_path_subdomain}.{domain}"
         records.append(Record("CNAME", host, settings.return_path_domain, RETURN_PATH))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -42,6 +42,20 @@ class DnsRecordOut(BaseModel):
     reason: str | None = Field(description="Why the last check failed; null otherwise.")
 
 
+class DomainCheck(BaseModel):
+    rule: Literal[
+        "dkim_aligned",
+        "spf_aligned",
+        "dmarc_published",
+        "one_click_unsubscribe",
+        "complaint_rate",
+        "tls_to_relay",
+        "ehlo_name",
+    ]
+    ok: bool = Field(description="Whether the rule is met now.")
+    detail: str = Field(description="What was found, and what to fix when it is not met.")
+
+
 class DomainOut(BaseModel):
     id: str
     domain: str
@@ -54,6 +68,10 @@ class DomainOut(BaseModel):
     verified_at: datetime | None = Field(description="When it became verified (null unless).")
     last_checked_at: datetime | None
     created_at: datetime
+    checks: list[DomainCheck] = Field(
+        description="Gmail's and Yahoo's bulk-sender rules, each met or not, from the last DNS "
+        "check, the workspace's complaint rate and the installation's relay settings."
+    )
 
 
 class DomainEnvelope(BaseModel):
@@ -68,3 +86,29 @@ class DomainPage(BaseModel):
 class DomainDeleted(BaseModel):
     success: bool
     id: str
+
+
+class DmarcRowOut(BaseModel):
+    day: date = Field(description="The report's UTC day (its date range's first).")
+    source_ip: str
+    reporter: str = Field(description="Who reported it: google.com, Outlook.com, Yahoo, ...")
+    count: int = Field(description="Messages from this source that day.")
+    spf_pass: int = Field(description="Of them, messages that passed SPF aligned.")
+    dkim_pass: int = Field(description="Of them, messages that passed DKIM aligned.")
+    dmarc_pass: int = Field(description="Of them, messages that passed DMARC (either).")
+    known: bool = Field(
+        description="False when none of the source's mail passed DKIM: not sent by Mailroom."
+    )
+
+
+class DmarcSummary(BaseModel):
+    messages: int
+    spf_pass_rate: float = Field(description="0 to 1.")
+    dkim_pass_rate: float
+    dmarc_pass_rate: float
+    unknown_sources: int = Field(description="Source IPs whose mail never passed DKIM.")
+
+
+class DmarcEnvelope(BaseModel):
+    reports: list[DmarcRowOut]
+    summary: DmarcSummary

@@ -31,11 +31,13 @@ from mailroom.core.errors import ApiError
 from mailroom.core.ids import new_id
 from mailroom.core.pagination import PageParams
 from mailroom.db import Database
-from mailroom.domains import dkim, dns, keys
+from mailroom.domains import checks, dkim, dns, keys
 from mailroom.domains.schemas import MAX_DOMAIN
 from mailroom.events import service as events
 from mailroom.models import Campaign, SendingDomain, SendingSettings
 from mailroom.named import Named
+from mailroom.sending import health
+from mailroom.sending import service as sending
 from mailroom.settings import Settings
 
 log = logging.getLogger("mailroom.domains")
@@ -198,8 +200,21 @@ def records_of(ctx: Context, domain: SendingDomain) -> list[dict[str, Any]]:
     return out
 
 
-def as_dict(ctx: Context, domain: SendingDomain) -> dict[str, Any]:
-    """The domain as routes show it: never its private key."""
+async def complaint_rate(ctx: Context) -> float | None:
+    """The workspace's recent complaint rate (None: nothing sent lately), for `checks`."""
+    found = await health.rates(ctx, await sending.settings_of(ctx))
+    return float(found["complaint_rate"]) if found["messages_in_window"] else None
+
+
+async def describe(ctx: Context, rows: list[SendingDomain]) -> list[dict[str, Any]]:
+    """Domains as routes show them, the workspace's figures read once for all."""
+    rate = await complaint_rate(ctx)
+    return [as_dict(ctx, row, rate) for row in rows]
+
+
+def as_dict(ctx: Context, domain: SendingDomain, rate: float | None) -> dict[str, Any]:
+    """The domain as routes show it (never its private key), `rate` its workspace's recent
+    complaint rate."""
     return {
         "id": domain.id,
         "domain": domain.domain,
@@ -210,6 +225,7 @@ def as_dict(ctx: Context, domain: SendingDomain) -> dict[str, Any]:
         "verified_at": domain.verified_at,
         "last_checked_at": domain.last_checked_at,
         "created_at": domain.created_at,
+        "checks": checks.checks_of(ctx.settings, domain, rate),
     }
 
 

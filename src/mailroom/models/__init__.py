@@ -37,7 +37,7 @@ from mailroom.models.contacts import (
     Tag,
     search_text,
 )
-from mailroom.models.domains import DOMAIN_STATUSES, SendingDomain
+from mailroom.models.domains import DOMAIN_STATUSES, DmarcRecord, DmarcReport, SendingDomain
 from mailroom.models.ecommerce import (
     CART_STATUSES,
     ORDER_STATUSES,
@@ -119,6 +119,8 @@ __all__ = [
     "CustomerTotals",
     "DashboardSession",
     "DeliveryReport",
+    "DmarcRecord",
+    "DmarcReport",
     "Event",
     "Form",
     "FormSubmission",

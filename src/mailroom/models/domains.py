@@ -1,11 +1,12 @@
-"""Sending domains: a domain a workspace sends from, its DKIM key and DNS verification state."""
+"""Sending domains: a domain a workspace sends from, its DKIM key and DNS verification state;
+the DMARC aggregate reports mailbox providers sent about it."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.core.clock import utcnow
@@ -40,3 +41,43 @@ class SendingDomain(Base):
     last_checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DmarcReport(Base):
+    """One aggregate report (RFC 7489) about a sending domain, as a reporter sent it. Stored
+    once per (domain, reporter, report id): a report sent again counts once."""
+
+    __tablename__ = "dmarc_reports"
+    __table_args__ = (UniqueConstraint("domain_id", "reporter", "report_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    domain_id: Mapped[str] = mapped_column(ForeignKey("sending_domains.id", ondelete="CASCADE"))
+    reporter: Mapped[str] = mapped_column(String(200))  # org_name: google.com, Outlook.com
+    reporter_email: Mapped[str] = mapped_column(String(320), default="")
+    report_id: Mapped[str] = mapped_column(String(200))
+    begin_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DmarcRecord(Base):
+    """A report's row: messages from one source IP with one outcome, on the report's day
+    (its range's first UTC day). Pass counts are of messages, aligned as DMARC evaluates."""
+
+    __tablename__ = "dmarc_records"
+    __table_args__ = (Index("ix_dmarc_records_domain_day", "domain_id", "day"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    domain_id: Mapped[str] = mapped_column(ForeignKey("sending_domains.id", ondelete="CASCADE"))
+    report_id: Mapped[str] = mapped_column(
+        ForeignKey("dmarc_reports.id", ondelete="CASCADE"), index=True
+    )
+    day: Mapped[date] = mapped_column(Date)
+    source_ip: Mapped[str] = mapped_column(String(45))
+    count: Mapped[int] = mapped_column(Integer)
+    spf_pass: Mapped[int] = mapped_column(Integer)
+    dkim_pass: Mapped[int] = mapped_column(Integer)
+    dmarc_pass: Mapped[int] = mapped_column(Integer)
+    disposition: Mapped[str] = mapped_column(String(16), default="")

@@ -1,0 +1,174 @@
+"""DMARC aggregate reports (RFC 7489): mailbox providers mail them, daily, to the `rua`
+address a domain's DMARC record names. Mailroom asks for `dmarc@<return-path domain>` (see
+`dns.expected_records`); the inbound listener hands such mail here.
+
+Each report is about one domain (`policy_published/domain`): it is stored for every sending
+domain of that name (in each workspace that added it) once per (reporter, report id), so a
+report sent again counts once. Its rows say, per source IP, how many messages came and how
+many passed SPF and DKIM aligned (DMARC passes when either does). A source whose mail never
+passes DKIM did not send through Mailroom (which signs everything): `known` is false.
+
+The mail is parsed off the event loop (decompression and XML, `dmarc_parse`), then written in
+one short transaction; a report for a domain nobody added is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import date, timedelta
+from typing import Any
+
+from sqlalchemy import func, insert, select
+
+from mailroom.core.clock import utcnow
+from mailroom.core.context import Context
+from mailroom.core.ids import new_id
+from mailroom.db import Database
+from mailroom.domains.dmarc_parse import AggregateReport, reports_in_mail
+from mailroom.models import DmarcRecord, DmarcReport, SendingDomain
+
+log = logging.getLogger("mailroom.dmarc")
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 400
+MAX_ROWS_SHOWN = 2000
+
+
+async def receive(db: Database, data: bytes) -> str:
+    """Store the reports a mail carries; a word for the log: `dmarc` (stored), `dmarc-known`
+    (each one stored before), `dmarc-unmatched` (no sending domain of that name), `ignored`
+    (no report in it)."""
+    reports = await asyncio.to_thread(reports_in_mail, data)
+    if not reports:
+        return "ignored"
+    words = [await store(db, report) for report in reports]
+    for word in ("dmarc", "dmarc-known", "dmarc-unmatched"):
+        if word in words:
+            return word
+    return "ignored"
+
+
+async def store(db: Database, report: AggregateReport) -> str:
+    async with db.transaction() as session:
+        domains = (
+            await session.execute(
+                select(SendingDomain.id, SendingDomain.workspace_id).where(
+                    SendingDomain.domain == report.domain
+                )
+            )
+        ).all()
+        if not domains:
+            log.info(
+                "DMARC report from %s about %s: no such sending domain",
+                report.reporter,
+                report.domain,
+            )
+            return "dmarc-unmatched"
+        known = set(
+            (
+                await session.scalars(
+                    select(DmarcReport.domain_id).where(
+                        DmarcReport.domain_id.in_([d for d, _ in domains]),
+                        DmarcReport.reporter == report.reporter,
+                        DmarcReport.report_id == report.report_id,
+                    )
+                )
+            ).all()
+        )
+        fresh = [(d, w) for d, w in domains if d not in known]
+        if not fresh:
+            return "dmarc-known"
+        now = utcnow()
+        day = report.begin.date()
+        for domain_id, workspace_id in fresh:
+            report_row = new_id()
+            await session.execute(
+                insert(DmarcReport).values(
+                    id=report_row,
+                    workspace_id=workspace_id,
+                    domain_id=domain_id,
+                    reporter=report.reporter,
+                    reporter_email=report.reporter_email,
+                    report_id=report.report_id,
+                    begin_at=report.begin,
+                    end_at=report.end,
+                    received_at=now,
+                )
+            )
+            rows = [
+                {
+                    "id": new_id(),
+                    "workspace_id": workspace_id,
+                    "domain_id": domain_id,
+                    "report_id": report_row,
+                    "day": day,
+                    "source_ip": row.source_ip,
+                    "count": row.count,
+                    "spf_pass": row.count if row.spf_aligned_pass else 0,
+                    "dkim_pass": row.count if row.dkim_aligned_pass else 0,
+                    "dmarc_pass": row.count if row.spf_aligned_pass or row.dkim_aligned_pass else 0,
+                    "disposition": row.disposition[:16],
+                }
+                for row in report.rows
+            ]
+            if rows:
+                await session.execute(insert(DmarcRecord), rows)
+        return "dmarc"
+
+
+async def rows_of(ctx: Context, domain_id: str, days: int) -> list[dict[str, Any]]:
+    """Per day, source IP and reporter, newest day first: messages and how many passed
+    (`known`: some passed DKIM, so Mailroom, or a forwarder that kept its signature, sent
+    them). The caller has checked the domain is the workspace's."""
+    since = utcnow().date() - timedelta(days=days - 1)
+    total = func.sum(DmarcRecord.count)
+    found = await ctx.session.execute(
+        select(
+            DmarcRecord.day,
+            DmarcRecord.source_ip,
+            DmarcReport.reporter,
+            total,
+            func.sum(DmarcRecord.spf_pass),
+            func.sum(DmarcRecord.dkim_pass),
+            func.sum(DmarcRecord.dmarc_pass),
+        )
+        .join(DmarcReport, DmarcReport.id == DmarcRecord.report_id)
+        .where(
+            DmarcRecord.workspace_id == ctx.workspace_id,
+            DmarcRecord.domain_id == domain_id,
+            DmarcRecord.day >= since,
+        )
+        .group_by(DmarcRecord.day, DmarcRecord.source_ip, DmarcReport.reporter)
+        .order_by(DmarcRecord.day.desc(), total.desc(), DmarcRecord.source_ip)
+        .limit(MAX_ROWS_SHOWN)
+    )
+    return [
+        {
+            "day": day if isinstance(day, date) else date.fromisoformat(str(day)),
+            "source_ip": source_ip,
+            "reporter": reporter,
+            "count": int(count or 0),
+            "spf_pass": int(spf or 0),
+            "dkim_pass": int(dkim or 0),
+            "dmarc_pass": int(dmarc or 0),
+            "known": int(dkim or 0) > 0,
+        }
+        for day, source_ip, reporter, count, spf, dkim, dmarc in found.all()
+    ]
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rows' totals and pass rates (0 to 1), and the unknown sources' count."""
+    messages = sum(r["count"] for r in rows)
+
+    def rate(key: str) -> float:
+        return round(sum(r[key] for r in rows) / messages, 4) if messages else 0.0
+
+    return {
+        "messages": messages,
+        "spf_pass_rate": rate("spf_pass"),
+        "dkim_pass_rate": rate("dkim_pass"),
+        "dmarc_pass_rate": rate("dmarc_pass"),
+        "unknown_sources": len({r["source_ip"] for r in rows if not r["known"]}),
+    }

@@ -296,6 +296,14 @@ CASES = [
     Case("get-domain", "GET", "/api/v1/domains/{id}", "/api/v1/domains/{a_domain}", D),
     Case("delete-domain", "DELETE", "/api/v1/domains/{id}", "/api/v1/domains/{a_domain}", D),
     Case(
+        "update-domain",
+        "PATCH",
+        "/api/v1/domains/{id}",
+        "/api/v1/domains/{a_domain}",
+        D,
+        {"link_host": "links.evil.example"},
+    ),
+    Case(
         "domain-dmarc", "GET", "/api/v1/domains/{id}/dmarc", "/api/v1/domains/{a_domain}/dmarc", D
     ),
     Case(

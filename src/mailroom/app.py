@@ -75,6 +75,8 @@ from mailroom.web.bodylimit import BodyLimitMiddleware
 from mailroom.web.docs import router as docs_router
 from mailroom.web.errors import install_error_handlers
 from mailroom.web.idempotency import IdempotencyMiddleware
+from mailroom.web.linkhost import LinkHostMiddleware, LinkHosts
+from mailroom.web.linkhost import router as tls_router
 from mailroom.web.methods import MethodMiddleware
 from mailroom.web.middleware import ApiKeyMiddleware
 from mailroom.web.observe import ObserveMiddleware
@@ -129,6 +131,7 @@ ROUTERS = [
     # Shopify's and WooCommerce's webhook deliveries (signed, no key).
     store_hooks_router,
     system_router,
+    tls_router,
     account_router,
     audit_router,
     assistants_router,
@@ -221,6 +224,9 @@ def create_app(settings: Settings | None = None, *, run_worker: bool = False) ->
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
     app.add_middleware(MethodMiddleware)
     app.add_middleware(ApiKeyMiddleware)
+    # A sending domain's link host answers only its links' paths.
+    app.state.link_hosts = LinkHosts(db)
+    app.add_middleware(LinkHostMiddleware, hosts=app.state.link_hosts, settings=settings)
     # Outermost: every answer gets its request id, metrics and access-log line; an unhandled
     # exception is logged and answered (500) there, inside the request's context.
     app.add_middleware(ObserveMiddleware)

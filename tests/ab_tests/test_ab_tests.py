@@ -240,3 +240,20 @@ async def test_cancelling_a_test_skips_the_waiting_rest(client, db, ws, sink, dr
     test = (await ok(copied, 201))["campaign"]["ab_test"]
     assert [v["subject"] for v in test["variants"]] == ["Subject A", "Subject B"]
     assert (test["winner_by"], test["test_share"], test["status"]) == ("manual", 50, None)
+
+
+async def test_a_test_too_small_cannot_be_scheduled_either(client, db, ws):
+    await verified_domain(client, db, ws)
+    list_id = await make_list(client, ws)
+    await make_contacts(client, ws, [f"r{i}@mailtest.io" for i in range(5)], list_id)
+    campaign = await _draft(client, ws, list_id, test_share=20)
+    later = (utcnow() + timedelta(days=1)).isoformat().replace("+00:00", "Z")
+    answer = await client.post(
+        f"/api/v1/campaigns/{campaign['id']}/schedule", json={"send_at": later}, headers=ws.headers
+    )
+    assert (answer.status_code, answer.json()) == (
+        422,
+        {"error": "Audience too small for 2 variants"},
+    )
+    shown = await ok(await client.get(f"/api/v1/campaigns/{campaign['id']}", headers=ws.headers))
+    assert (shown["campaign"]["status"], shown["campaign"]["scheduled_at"]) == ("draft", None)

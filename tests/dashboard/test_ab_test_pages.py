@@ -110,21 +110,33 @@ async def test_variants_saved_refused_previewed_and_picked(
         assert "You pick the winner." in report.text
         assert report.text.count('data-label="Variant"') == 2
         assert "Subject “🌷 Sale”" in report.text
+        # A member sees the test; picking its winner is an admin's (issue 32).
+        assert "An admin of this workspace can pick the winner now." in report.text
+        refused = await member.post(
+            f"/app/campaigns/{campaign_id}/ab-test/winner",
+            data={"csrf": token, "variant_id": "a"},
+        )
+        assert refused.status_code == 403
 
-        picked = await member.post(
+    admin = await signed_in(app, db, settings, ws, "ada@shop.example")
+    async with aclosing(admin):
+        report = await admin.get(f"/app/campaigns/{campaign_id}")
+        token = csrf_of(report.text)
+        assert "Pick the winner" in report.text
+        picked = await admin.post(
             f"/app/campaigns/{campaign_id}/ab-test/winner",
             data={"csrf": token, "variant_id": "a"},
         )
         assert picked.status_code == 303
-        after = await member.get(f"/app/campaigns/{campaign_id}")
+        after = await admin.get(f"/app/campaigns/{campaign_id}")
         assert "“Emoji” won: it goes to the rest of the audience." in after.text
         assert "picked by hand" in after.text and "winner</span>" in after.text
-        again = await member.post(
+        again = await admin.post(
             f"/app/campaigns/{campaign_id}/ab-test/winner",
             data={"csrf": token, "variant_id": "b"},
         )
         assert again.status_code == 303
-        shown = await member.get(f"/app/campaigns/{campaign_id}")
+        shown = await admin.get(f"/app/campaigns/{campaign_id}")
         assert "Campaign is not testing" in shown.text
     await driver.drain()
     assert len({m.recipients[0] for m in sink.received}) == len(sink.received) == 10

@@ -1,5 +1,5 @@
 """The Sending page's deliverability side in Chromium: each domain's bulk-sender rules as "met"
-or "to fix" with what to do, and its DMARC aggregate reports (Google's and Microsoft's, as they
+or "to fix" with what to do, a link host saved (its CNAME then listed), and its DMARC aggregate reports (Google's and Microsoft's, as they
 mail them) per day and source with the unknown source flagged; screenshots at both widths."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.async_api import expect
 
 from mailroom.domains import dmarc
-from tests.dashboard.browsing import checked, choose_password
+from tests.dashboard.browsing import checked, choose_password, flashes, submit
 from tests.dashboard.helpers import make_person
 from tests.domains.conftest import add_domain, domain_settings, publish, verify, zone  # noqa: F401
 from tests.domains.test_dmarc_reports import (
@@ -42,6 +42,7 @@ async def test_the_rules_and_the_dmarc_reports_of_a_domain(
     await choose_password(
         page, live_server, await make_person(db, settings, ws, "ada@shop.example")
     )
+    settings.public_url = "http://mailroom.test"  # a host a link host's CNAME can name
     await page.goto(f"{live_server}/settings/sending")
     rules = page.locator(".checklist li")
     await expect(rules).to_have_count(7)
@@ -50,6 +51,12 @@ async def test_the_rules_and_the_dmarc_reports_of_a_domain(
         "TLS to the relay: TLS to relay.example.net only when it offers STARTTLS"
     )
     await expect(rules.first).to_contain_text("met DKIM, aligned: Mail is signed with d=")
+    await page.get_by_label("Link host for this domain's campaign links").fill(f"links.{DOMAIN}")
+    await submit(page, "Save link host")
+    assert f"Link host links.{DOMAIN} saved" in (await flashes(page))[0]
+    await expect(page.locator("section.domain tbody tr").last).to_have_text(
+        f"CNAMElinks.{DOMAIN}mailroom.testpending"
+    )
     await checked(page, "sending-deliverability")
 
     await page.get_by_role("link", name=f"DMARC reports for {DOMAIN}").click()

@@ -144,10 +144,12 @@ def test_several_attachments_give_several_reports() -> None:
 
 def test_gzip_bomb_is_refused_without_inflating_it(caplog: pytest.LogCaptureFixture) -> None:
     bomb = gzip.compress(b"\0" * (30 * 1024 * 1024), compresslevel=9)
+    # The budget is the mail's: a report before the bomb is kept, the bomb ends the mail.
     data = samples.mail(
         [
-            ("bomb.xml.gz", "application/gzip", bomb),
             ("good.xml", "text/xml", samples.google_xml(report_id="survivor")),
+            ("bomb.xml.gz", "application/gzip", bomb),
+            ("late.xml", "text/xml", samples.google_xml(report_id="after the bomb")),
         ]
     )
 
@@ -161,7 +163,7 @@ def test_gzip_bomb_is_refused_without_inflating_it(caplog: pytest.LogCaptureFixt
         tracemalloc.stop()
 
     assert [r.report_id for r in reports] == ["survivor"]
-    assert "larger than 20 MiB" in caplog.text
+    assert "larger than 20 MiB once decompressed" in caplog.text
     # Inflating stops at the cap (plus a chunk, ~23 MiB): the 30 MiB are never held at once.
     assert MAX_XML_BYTES < 28 * 1024 * 1024
     assert peak < 28 * 1024 * 1024
@@ -293,3 +295,31 @@ def test_ordinary_mail_has_no_report() -> None:
     assert reports_in_mail(with_pdf) == []
     assert reports_in_mail(html) == []
     assert reports_in_mail(b"") == []
+
+
+def test_a_flood_of_tags_is_refused_before_any_tree_is_built() -> None:
+    flood = b"<feedback>" + b"<a/>" * (dmarc_parse.MAX_TAGS + 1) + b"</feedback>"
+    started = time.monotonic()
+    with pytest.raises(dmarc_parse.NotAReport, match="more tags than"):
+        dmarc_parse.parse_xml(flood)
+    assert time.monotonic() - started < 2
+
+
+def test_an_unknown_encoding_skips_that_report_only(caplog: pytest.LogCaptureFixture) -> None:
+    bogus = b'<?xml version="1.0" encoding="bogus"?><feedback></feedback>'
+    data = samples.mail(
+        [
+            ("bad.xml", "text/xml", bogus),
+            ("good.xml", "text/xml", samples.google_xml(report_id="kept")),
+        ]
+    )
+    with caplog.at_level(logging.WARNING, logger="mailroom.dmarc"):
+        reports = reports_in_mail(data)
+    assert [r.report_id for r in reports] == ["kept"]
+    assert "bad.xml skipped" in caplog.text
+
+
+def test_at_most_ten_reports_a_mail() -> None:
+    parts = [(f"r{i}.xml", "text/xml", samples.google_xml(report_id=f"r{i}")) for i in range(12)]
+    reports = reports_in_mail(samples.mail(parts))
+    assert [r.report_id for r in reports] == [f"r{i}" for i in range(10)]

@@ -12,9 +12,10 @@ from email.message import EmailMessage
 
 import aiosmtplib
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from mailroom.models import DmarcRecord, DmarcReport
+from mailroom.core.clock import utcnow
+from mailroom.models import DmarcRecord, DmarcReport, SendingDomain
 from tests.bounces.conftest import bounce_listener  # noqa: F401 (fixture)
 from tests.domains.conftest import BOUNCE_HOST, add_domain
 from tests.sending.helpers import ok
@@ -85,6 +86,18 @@ async def _deliver(where, data: bytes, to: str = f"dmarc@{BOUNCE_HOST}") -> None
         await smtp.sendmail("noreply-dmarc-support@google.com", [to], data)
 
 
+async def _verified(client, db, ws, name: str) -> dict:
+    """A sending domain as a passing DNS check leaves it (reports go to verified ones only)."""
+    domain = await add_domain(client, ws, name)
+    async with db.transaction() as session:
+        await session.execute(
+            update(SendingDomain)
+            .where(SendingDomain.id == domain["id"])
+            .values(status="verified", verified_at=utcnow())
+        )
+    return domain
+
+
 async def _stored(db) -> tuple[int, int]:
     async with db.session(write=False) as session:
         reports = await session.scalar(select(func.count()).select_from(DmarcReport))
@@ -101,8 +114,9 @@ async def test_google_and_microsoft_reports_are_shown_per_day_and_source(
     bounce_listener,  # noqa: F811
 ):
     other_ws = await factory.workspace("pro")
-    domain = await add_domain(client, ws, DOMAIN)
-    elsewhere = await add_domain(client, other_ws, "other-shop.example")
+    domain = await _verified(client, db, ws, DOMAIN)
+    # Another workspace that merely typed the same name (never verified it) learns nothing.
+    elsewhere = await add_domain(client, other_ws, DOMAIN)
     google = google_mail(
         "949348866075514174",
         [_record(MAILROOM_IP, 40, "pass", "pass"), _record(FORGER_IP, 3, "fail", "fail")],
@@ -165,7 +179,8 @@ async def test_google_and_microsoft_reports_are_shown_per_day_and_source(
     )
     assert recent["reports"] == [] and recent["summary"]["messages"] == 0
 
-    # The other workspace sees none of it, and not this domain at all.
+    # The other workspace sees none of it (its own unverified domain of that name included),
+    # and not this domain at all.
     theirs = await ok(
         await client.get(
             f"/api/v1/domains/{elsewhere['id']}/dmarc?days=400", headers=other_ws.headers
@@ -183,7 +198,7 @@ async def test_reports_for_unknown_domains_and_other_mail_store_nothing(
     domain_settings,
     bounce_listener,  # noqa: F811
 ):
-    await add_domain(client, ws, DOMAIN)
+    await _verified(client, db, ws, DOMAIN)
     await _deliver(
         bounce_listener,
         google_mail("1", [_record(MAILROOM_IP, 5, "pass", "pass")], domain="nobody-added.example"),

@@ -33,6 +33,7 @@ DOMAIN_KEYS = {
     "last_checked_at",
     "created_at",
     "checks",
+    "link_host",
 }
 RECORD_KEYS = {"type", "host", "value", "purpose", "status", "reason"}
 UNKNOWN_ID = "00000000-0000-0000-0000-000000000000"

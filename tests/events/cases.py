@@ -682,6 +682,12 @@ NO_CONTACT_CHANGE: dict[str, tuple[Callable[[World], Awaitable[httpx.Response]],
         lambda w: w.call("POST", "/api/v1/domains", json={"domain": "mail.acme.io"}),
         None,
     ),
+    "PATCH /api/v1/domains/{id}": (
+        lambda w: w.call(
+            "PATCH", f"/api/v1/domains/{w.extra['domain']}", json={"link_host": "links.acme.io"}
+        ),
+        _make_domain,
+    ),
     "DELETE /api/v1/domains/{id}": (
         lambda w: w.call("DELETE", f"/api/v1/domains/{w.extra['domain']}"),
         _make_domain,

@@ -117,7 +117,7 @@ def _settle(future: asyncio.Future[str], word: str = "", error: Exception | None
 
 def parse_address(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdecimal():
         raise ValueError(f"MAILROOM_BOUNCE_SMTP must be host:port, not {value!r}")
     return host.strip("[]"), int(port)
 

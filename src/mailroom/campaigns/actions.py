@@ -216,6 +216,8 @@ async def _check_startable(ctx: Context, campaign: Campaign, now: datetime) -> N
     size = await audience_size(ctx, campaign)
     if size == 0:
         raise ApiError(422, NO_AUDIENCE)
+    if campaign.ab_test:  # the test's share must hold a recipient per variant, as at start
+        ab_tests.started(campaign.ab_test, size, now)
     plan = ctx.principal.plan
     used = await limits.used_this_month(ctx.session, ctx.principal.account_id, now)
     if used + size > plan.emails_per_month:

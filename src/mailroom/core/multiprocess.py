@@ -123,7 +123,7 @@ def _dead_files(directory: Path) -> tuple[list[Path], dict[str, list[Path]]]:
     for path in directory.glob("*.db"):
         kind, _, rest = path.name[: -len(".db")].partition("_")
         pid = rest.rsplit("_", 1)[-1]
-        if not pid.isdigit():
+        if not pid.isdecimal():
             continue  # an archive
         if int(pid) not in alive:
             alive[int(pid)] = _alive(int(pid))

@@ -25,6 +25,7 @@ PATH = "/app/campaigns"
 SLOTS = ab_tests.MAX_VARIANTS
 # What a slot of the editor holds, in the order a variant is read (the id is hidden).
 SLOT_FIELDS = ("name", *ab_tests.OVERRIDES, "template_id")
+TEMPLATE_PARTS = ("subject", "preheader", "html_content", "text_content")  # what one fills
 RULES = (
     ("opens", "Best open rate"),
     ("clicks", "Best click rate"),
@@ -42,7 +43,7 @@ CHANGE_LABELS = {
 def _number(raw: Any) -> Any:
     """A typed number as the API takes it; anything else as typed (the API refuses it)."""
     text = str(raw or "").strip()
-    return int(text) if text.isdigit() and len(text) < 7 else text
+    return int(text) if text.isascii() and text.isdecimal() and len(text) < 7 else text
 
 
 def from_form(form: dict[str, Any]) -> dict[str, Any] | None:
@@ -56,6 +57,11 @@ def from_form(form: dict[str, Any]) -> dict[str, Any] | None:
             continue
         given = {name: str(form.get(f"ab_{slot}_{name}") or "") for name in ("id", *SLOT_FIELDS)}
         variant = {name: value for name, value in given.items() if value.strip()}
+        was = str(form.get(f"ab_{slot}_template_was") or "")
+        if variant.get("template_id") and variant["template_id"] != was:
+            # A template just picked fills the content: what the slot showed was the old one's.
+            for name in TEMPLATE_PARTS:
+                variant.pop(name, None)
         if set(variant) - {"id"}:
             variants.append(variant)
     return {
@@ -168,7 +174,8 @@ async def pick_winner(campaign_id: str, request: Request) -> Response:
         sessions.flash(visitor.row, "ok", f"“{name}” won: it goes to the rest of the audience.")
         return RedirectResponse(here, status_code=303)
 
-    return await as_visitor(request, work)
+    # Issue 32: an admin (or a key with campaigns:send) picks a test's winner.
+    return await as_visitor(request, work, admin=True)
 
 
 def preview_parts(test: dict[str, Any] | None, variant_id: str, parts: dict[str, str]) -> None:

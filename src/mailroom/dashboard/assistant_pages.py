@@ -46,7 +46,7 @@ MINUTES_MAX = assistants.GRANT_TTL_MAX // 60
 
 def _page_number(request: Request) -> int:
     raw = request.query_params.get("page") or "1"
-    return max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+    return max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
 
 
 def _connected_by(described: dict[str, Any]) -> str:
@@ -179,7 +179,7 @@ def _draft(form: dict[str, Any], offered: list[str]) -> Draft:
 def _minutes(text: str) -> int:
     if not text:
         return MINUTES_DEFAULT
-    if not text.isdigit() or not MINUTES_MIN <= int(text) <= MINUTES_MAX:
+    if not text.isdecimal() or not MINUTES_MIN <= int(text) <= MINUTES_MAX:
         raise ApiError(400, f"The code lasts {MINUTES_MIN} to {MINUTES_MAX} minutes.")
     return int(text)
 
@@ -187,7 +187,7 @@ def _minutes(text: str) -> int:
 def _budget(text: str) -> int | None:
     if not text:
         return None
-    if not text.isdigit() or int(text) > assistants.MAX_BUDGET:
+    if not text.isdecimal() or int(text) > assistants.MAX_BUDGET:
         raise ApiError(
             400,
             f"The daily recipient budget is a whole number from 0 to "

@@ -149,7 +149,7 @@ def rows_from_form(form: dict[str, Any]) -> list[StepRow]:
     rows = lay_out(rows)
     move = str(form.get("move") or "")
     direction, _, index = move.partition("_")
-    if index.isdigit() and int(index) < len(rows):
+    if index.isdecimal() and int(index) < len(rows):
         moving = rows[int(index)]
         siblings = [r for r in rows if r.place == moving.place]
         at = siblings.index(moving)
@@ -227,7 +227,7 @@ def _step_of(
     kind = row.type
     if kind == "wait":
         amount = row.amount
-        step["seconds"] = int(amount) * UNITS.get(row.unit, 86400) if amount.isdigit() else amount
+        step["seconds"] = int(amount) * UNITS.get(row.unit, 86400) if amount.isdecimal() else amount
     elif kind == "send_email":
         step["template_id"] = row.template_id
     elif kind in ("add_tag", "remove_tag"):
@@ -258,6 +258,6 @@ def trigger_of(form: dict[str, Any]) -> dict[str, Any]:
         trigger["first_order_only"] = form.get("trigger_first_order_only") == "on"
     if kind == "date_anniversary":
         days = str(form.get("trigger_days") or "0")
-        trigger["days"] = int(days) if days.lstrip("-").isdigit() else days
+        trigger["days"] = int(days) if days.lstrip("-").isdecimal() else days
         trigger["time"] = str(form.get("trigger_time") or "09:00")
     return trigger

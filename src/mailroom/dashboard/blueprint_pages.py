@@ -81,7 +81,7 @@ CONFLICTED = (
 
 def _page_number(request: Request) -> int:
     raw = request.query_params.get("page") or "1"
-    return max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+    return max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
 
 
 async def _sources(ctx: Context, blueprints: list[Blueprint]) -> dict[str, str]:
@@ -329,7 +329,7 @@ async def import_blueprint(request: Request) -> Response:
     cap = request.app.state.settings.max_json_body_bytes + MULTIPART_OVERHEAD
     declared = request.headers.get("content-length", "")
     too_large = RedirectResponse(f"{PATH}?too_large=1", status_code=303)
-    if declared.isdigit() and int(declared) > cap:
+    if declared.isdecimal() and int(declared) > cap:
         return too_large
     try:
         return await as_visitor(Request(request.scope, capped_receive(request.receive, cap)), work)

@@ -90,7 +90,7 @@ def money_text(figures: dict[str, Any]) -> str:
 async def campaigns_page(request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         raw = request.query_params.get("page") or "1"
-        page = max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+        page = max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
         rows, total = await campaign_rows(ctx, PageParams(page, LIST_PAGE))
         return render.page(
             "campaigns.html",
@@ -340,7 +340,7 @@ async def campaign_page(campaign_id: str, request: Request) -> Response:
         stored = await campaigns.get_campaign(ctx, campaign_id)
         if stored.status in ("sending", "sent", "cancelled"):
             raw = request.query_params.get("page") or "1"
-            page = max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+            page = max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
             return await _report_page(visitor, ctx, stored, page)
         if stored.status == campaigns.AWAITING:
             return await _review_page(visitor, ctx, stored)

@@ -39,7 +39,7 @@ def _budget(value: Any) -> int | None:
     text = str(value or "").strip()
     if not text:
         return None
-    if not text.isdigit():
+    if not text.isdecimal():
         raise ApiError(400, "The daily recipient budget must be a whole number, or empty.")
     return assistants.budget(int(text))
 

@@ -44,7 +44,7 @@ CONSENT_KEYS = ("consent_source", "consent_ip", "consent_at", "consent_confirmed
 
 def _page_number(request: Request) -> int:
     raw = request.query_params.get("page") or "1"
-    return max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+    return max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
 
 
 async def _pickers(ctx: Context) -> dict[str, list[Any]]:

@@ -68,7 +68,7 @@ ZONES = tuple(_COMMON_ZONES.split())
 
 def _page_number(request: Request) -> int:
     raw = request.query_params.get("page") or "1"
-    return max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+    return max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
 
 
 def _feed_view(feed: RssFeed) -> dict[str, Any]:

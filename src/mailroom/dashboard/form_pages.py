@@ -157,7 +157,7 @@ def _body(form: dict[str, Any]) -> dict[str, Any]:
             order = str(form.get(f"order_{i}") or "")
             chosen.append(
                 (
-                    int(order) if order.isdigit() else 999,
+                    int(order) if order.isdecimal() else 999,
                     i,
                     {
                         "key": str(form.get(f"key_{i}")),

@@ -308,7 +308,7 @@ async def _job_page(
 
 def _list_ids(text: str) -> list[int]:
     parts = [p for p in re.split(r"[\s,;]+", text) if p]
-    if not all(p.isdigit() and len(p) < 10 and int(p) > 0 for p in parts):
+    if not all(p.isdecimal() and len(p) < 10 and int(p) > 0 for p in parts):
         raise ApiError(400, LIST_IDS)
     return [int(p) for p in parts]
 
@@ -422,7 +422,7 @@ async def start_check(request: Request) -> Response:
 
     declared = request.headers.get("content-length", "")
     too_large = RedirectResponse(f"{PATH}?too_large=1", status_code=303)
-    if declared.isdigit() and int(declared) > BODY_CAP:
+    if declared.isdecimal() and int(declared) > BODY_CAP:
         return too_large
     try:
         return await as_visitor(

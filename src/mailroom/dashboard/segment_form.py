@@ -224,13 +224,13 @@ def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> 
     if row.field == "activity":
         activity: dict[str, Any] = {"campaign_id": row.campaign} if row.campaign else {}
         if text:
-            activity["within_days"] = int(text) if text.isdigit() else text
+            activity["within_days"] = int(text) if text.isdecimal() else text
         return activity or None
     if row.field in ("ecommerce.purchased", "ecommerce.cart"):
         window: dict[str, Any] = {row.op: text} if row.field == "ecommerce.purchased" else {}
         days = row.days if row.field == "ecommerce.purchased" else text
         if days:
-            window["within_days"] = int(days) if days.isdigit() else days
+            window["within_days"] = int(days) if days.isdecimal() else days
         return window or None
     if row.field in NUMBER_FIELDS:
         return _number(text)
@@ -250,7 +250,7 @@ def _value(row: Row, registry: r.Registry, names: dict[str, dict[str, str]]) -> 
             raise ApiError(400, f"No list is named {text or '(empty)'}")
         return list_id
     if row.op in DAY_OPS:
-        return int(text) if text.isdigit() else text
+        return int(text) if text.isdecimal() else text
     if row.op in TEXT_ENTRY_OPS:
         return [v.strip() for v in text.split(",") if v.strip()]
     if row.field.startswith(r.CUSTOM_PREFIX):

@@ -62,9 +62,10 @@ async def dmarc_page(domain_id: str, request: Request) -> Response:
     async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
         domain = await domains.get_domain(ctx, domain_id)
         raw = request.query_params.get("days") or ""
-        days = int(raw) if raw.isdigit() and 1 <= int(raw) <= dmarc.MAX_DAYS else 30
+        fits = raw.isascii() and raw.isdecimal() and 1 <= int(raw) <= dmarc.MAX_DAYS
+        days = int(raw) if fits else dmarc.DEFAULT_DAYS
         rows = await dmarc.rows_of(ctx, domain.id, days)
-        found = dmarc.summary(rows)
+        found = await dmarc.summary_of(ctx, domain.id, days)
         return render.page(
             "sending_dmarc.html",
             title=f"DMARC reports: {domain.domain}",
@@ -149,6 +150,26 @@ async def add_domain(request: Request) -> Response:
         sessions.flash(
             visitor.row, "ok", f"{domain.domain} added. Publish its records, then check DNS."
         )
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/domains/{domain_id}/link-host")
+async def save_link_host(domain_id: str, request: Request) -> Response:
+    """The domain's own host for its mail's links (empty: none), as PATCH /domains/{id}."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        typed = str(form.get("link_host") or "").strip()
+        domain = await domains.update_domain(ctx, domain_id, {"link_host": typed or None})
+        request.app.state.link_hosts.forget()
+        audit_write(ctx, request, "update_domain", domain.id, 200)
+        text = (
+            f"Link host {domain.link_host} saved: publish its CNAME below, then check DNS."
+            if domain.link_host
+            else f"{domain.domain} has no link host: its links use this installation's host."
+        )
+        sessions.flash(visitor.row, "ok", text)
         return RedirectResponse("/settings/sending", status_code=303)
 
     return await as_visitor(request, work, admin=True)

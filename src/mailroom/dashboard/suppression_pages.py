@@ -40,7 +40,7 @@ def _filters(request: Request) -> tuple[str | None, str, int]:
     if reason not in service.REASONS:
         reason = None
     raw_page = query.get("page") or "1"
-    page = max(1, int(raw_page)) if raw_page.isdigit() and len(raw_page) < 7 else 1
+    page = max(1, int(raw_page)) if raw_page.isdecimal() and len(raw_page) < 7 else 1
     return reason, (query.get("domain") or "").strip()[:253], page
 
 

@@ -168,7 +168,7 @@ async def _endpoint_page(
 
 def _page_number(request: Request) -> int:
     raw = request.query_params.get("page") or "1"
-    return max(1, int(raw)) if raw.isdigit() and len(raw) < 7 else 1
+    return max(1, int(raw)) if raw.isdecimal() and len(raw) < 7 else 1
 
 
 @router.get("/settings/webhooks")

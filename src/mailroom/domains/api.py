@@ -13,6 +13,7 @@ from mailroom.domains.schemas import (
     DomainDeleted,
     DomainEnvelope,
     DomainPage,
+    DomainUpdate,
 )
 from mailroom.web.deps import Paging, set_audit_target, use
 from mailroom.web.openapi import errors
@@ -72,6 +73,28 @@ async def get_domain(id: str, ctx: Annotated[Context, use("campaigns:read")]) ->
     return {"domain": (await service.describe(ctx, [await service.get_domain(ctx, id)]))[0]}
 
 
+@router.patch(
+    "/{id}",
+    response_model=DomainEnvelope,
+    summary="Change a sending domain",
+    description="Sets `link_host`, a host of your own for the links in this domain's "
+    "campaign and automation mail (e.g. `links.news.example.com`), or null to remove it. "
+    "Publish the CNAME `records` then lists (purpose `link_host`, to the installation's "
+    "host) and verify: links use the host once that record verifies; until then, or while "
+    "it fails, they use the installation's public URL and the domain sends as before. On the "
+    "link host Mailroom answers only the paths of those links." + RECORDS_NOTE,
+    responses=errors(400, 404, 422, e404="Domain not found", e422=service.NO_PUBLIC_HOST),
+)
+async def update_domain(
+    id: str, body: DomainUpdate, request: Request, ctx: Annotated[Context, use("campaigns:write")]
+) -> dict[str, Any]:
+    given = body.model_dump(exclude_unset=True)
+    domain = await service.update_domain(ctx, id, given)
+    set_audit_target(request, domain.id)
+    request.app.state.link_hosts.forget()  # this server answers the new host's paths at once
+    return {"domain": (await service.describe(ctx, [domain]))[0]}
+
+
 @router.delete(
     "/{id}",
     response_model=DomainDeleted,
@@ -129,4 +152,4 @@ async def domain_dmarc(
 ) -> dict[str, Any]:
     domain = await service.get_domain(ctx, id)
     rows = await dmarc.rows_of(ctx, domain.id, days)
-    return {"reports": rows, "summary": dmarc.summary(rows)}
+    return {"reports": rows, "summary": await dmarc.summary_of(ctx, domain.id, days)}

@@ -2,9 +2,10 @@
 address a domain's DMARC record names. Mailroom asks for `dmarc@<return-path domain>` (see
 `dns.expected_records`); the inbound listener hands such mail here.
 
-Each report is about one domain (`policy_published/domain`): it is stored for every sending
-domain of that name (in each workspace that added it) once per (reporter, report id), so a
-report sent again counts once. Its rows say, per source IP, how many messages came and how
+Each report is about one domain (`policy_published/domain`): it is stored for every verified
+sending domain of that name once per (reporter, report id), so a report sent again counts
+once. Verified only: anyone may add a domain, only its owner can publish its DKIM key, and a
+report says who sends as the domain (which must not reach a workspace that merely typed it). Its rows say, per source IP, how many messages came and how
 many passed SPF and DKIM aligned (DMARC passes when either does). A source whose mail never
 passes DKIM did not send through Mailroom (which signs everything): `known` is false.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from datetime import date, timedelta
 from typing import Any
 
@@ -39,7 +41,7 @@ async def receive(db: Database, data: bytes) -> str:
     """Store the reports a mail carries; a word for the log: `dmarc` (stored), `dmarc-known`
     (each one stored before), `dmarc-unmatched` (no sending domain of that name), `ignored`
     (no report in it)."""
-    reports = await asyncio.to_thread(reports_in_mail, data)
+    reports = await asyncio.to_thread(_one_at_a_time, data)
     if not reports:
         return "ignored"
     words = [await store(db, report) for report in reports]
@@ -49,18 +51,28 @@ async def receive(db: Database, data: bytes) -> str:
     return "ignored"
 
 
+_PARSING = threading.Lock()
+
+
+def _one_at_a_time(data: bytes) -> list[AggregateReport]:
+    """One mail parsed at a time per process, however many arrive together: a parse may take
+    a good share of a second and tens of MB (the caps in dmarc_parse)."""
+    with _PARSING:
+        return reports_in_mail(data)
+
+
 async def store(db: Database, report: AggregateReport) -> str:
     async with db.transaction() as session:
         domains = (
             await session.execute(
                 select(SendingDomain.id, SendingDomain.workspace_id).where(
-                    SendingDomain.domain == report.domain
+                    SendingDomain.domain == report.domain, SendingDomain.status == "verified"
                 )
             )
         ).all()
         if not domains:
             log.info(
-                "DMARC report from %s about %s: no such sending domain",
+                "DMARC report from %s about %s: no such verified sending domain",
                 report.reporter,
                 report.domain,
             )
@@ -158,17 +170,36 @@ async def rows_of(ctx: Context, domain_id: str, days: int) -> list[dict[str, Any
     ]
 
 
-def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The rows' totals and pass rates (0 to 1), and the unknown sources' count."""
-    messages = sum(r["count"] for r in rows)
+async def summary_of(ctx: Context, domain_id: str, days: int) -> dict[str, Any]:
+    """The period's totals and pass rates (0 to 1), and how many source IPs never passed DKIM
+    (all of it, not only the rows shown)."""
+    since = utcnow().date() - timedelta(days=days - 1)
+    per_source = (
+        await ctx.session.execute(
+            select(
+                func.sum(DmarcRecord.count),
+                func.sum(DmarcRecord.spf_pass),
+                func.sum(DmarcRecord.dkim_pass),
+                func.sum(DmarcRecord.dmarc_pass),
+            )
+            .where(
+                DmarcRecord.workspace_id == ctx.workspace_id,
+                DmarcRecord.domain_id == domain_id,
+                DmarcRecord.day >= since,
+            )
+            .group_by(DmarcRecord.source_ip)
+        )
+    ).all()
+    messages = sum(int(n or 0) for n, *_ in per_source)
 
-    def rate(key: str) -> float:
-        return round(sum(r[key] for r in rows) / messages, 4) if messages else 0.0
+    def rate(index: int) -> float:
+        passed = sum(int(row[index] or 0) for row in per_source)
+        return round(passed / messages, 4) if messages else 0.0
 
     return {
         "messages": messages,
-        "spf_pass_rate": rate("spf_pass"),
-        "dkim_pass_rate": rate("dkim_pass"),
-        "dmarc_pass_rate": rate("dmarc_pass"),
-        "unknown_sources": len({r["source_ip"] for r in rows if not r["known"]}),
+        "spf_pass_rate": rate(1),
+        "dkim_pass_rate": rate(2),
+        "dmarc_pass_rate": rate(3),
+        "unknown_sources": sum(1 for row in per_source if not int(row[2] or 0)),
     }

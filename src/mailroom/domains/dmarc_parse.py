@@ -28,9 +28,13 @@ from defusedxml.ElementTree import ParseError, fromstring  # type: ignore[import
 
 log = logging.getLogger("mailroom.dmarc")
 
-MAX_XML_BYTES = 20 * 1024 * 1024
+MAX_XML_BYTES = 20 * 1024 * 1024  # all of a mail's reports together, once decompressed
 MAX_ROWS = 20_000
 MAX_ZIP_MEMBERS = 5
+MAX_REPORTS_PER_MAIL = 10
+# Tags a report may hold before it is parsed (counted in C, before any tree is built): a real
+# record has about 25 elements; a flood of empty ones would cost seconds of CPU and GBs.
+MAX_TAGS = 2 * 30 * MAX_ROWS + 1000
 MAX_COUNT = 2**31 - 1  # the count column is a 32-bit integer
 MAX_IP_CHARS = 45  # the source_ip column; longer only with a scope id, meaningless here
 _READ_CHUNK = 1024 * 1024
@@ -136,6 +140,8 @@ def parse_xml(data: bytes) -> AggregateReport:
     """One aggregate report from its XML. NotAReport when it is not one."""
     if len(data) > MAX_XML_BYTES:
         raise NotAReport(f"report larger than {MAX_XML_BYTES >> 20} MiB")
+    if data.count(b"<") > MAX_TAGS:
+        raise NotAReport(f"more tags than {MAX_ROWS} records would hold")
     try:
         root: Element = fromstring(data, forbid_dtd=True)
     except DefusedXmlException:
@@ -170,28 +176,34 @@ def parse_xml(data: bytes) -> AggregateReport:
 # ---------------------------------------------------------------------------- the mail
 
 
-def _read_capped(read: Callable[[int], bytes]) -> bytes:
-    """All of a decompressing stream, in chunks, refusing past MAX_XML_BYTES: an archive's
+class _Budget:
+    """What one mail may still decompress: MAX_XML_BYTES for all its reports together."""
+
+    def __init__(self) -> None:
+        self.left = MAX_XML_BYTES
+
+
+def _read_capped(read: Callable[[int], bytes], budget: _Budget) -> bytes:
+    """All of a decompressing stream, in chunks, refusing past the mail's budget: an archive's
     declared sizes are not trusted, and a bomb is never inflated beyond the cap."""
     chunks: list[bytes] = []
-    total = 0
     while chunk := read(_READ_CHUNK):
-        total += len(chunk)
-        if total > MAX_XML_BYTES:
-            raise NotAReport(f"report larger than {MAX_XML_BYTES >> 20} MiB once decompressed")
+        budget.left -= len(chunk)
+        if budget.left < 0:
+            raise NotAReport(f"reports larger than {MAX_XML_BYTES >> 20} MiB once decompressed")
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _gunzip(data: bytes) -> bytes:
+def _gunzip(data: bytes, budget: _Budget) -> bytes:
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            return _read_capped(stream.read)
+            return _read_capped(stream.read, budget)
     except (OSError, EOFError, zlib.error) as problem:
         raise NotAReport(f"bad gzip ({problem})") from None
 
 
-def _zip_members(data: bytes) -> Iterator[tuple[str, bytes]]:
+def _zip_members(data: bytes, budget: _Budget) -> Iterator[tuple[str, bytes]]:
     """(name, XML) of each `.xml` member; NotAReport for a bad or crowded archive."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -201,8 +213,10 @@ def _zip_members(data: bytes) -> Iterator[tuple[str, bytes]]:
             for member in members:
                 if not member.is_dir() and member.filename.lower().endswith(".xml"):
                     with archive.open(member) as stream:
-                        yield member.filename, _read_capped(stream.read)
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError) as problem:
+                        yield member.filename, _read_capped(stream.read, budget)
+    except NotAReport:
+        raise
+    except Exception as problem:  # BadZipFile, zlib/lzma/bz2 errors, encrypted, unknown codec
         # RuntimeError: encrypted; NotImplementedError (a RuntimeError): unknown compression.
         raise NotAReport(f"bad zip ({problem})") from None
 
@@ -229,16 +243,32 @@ def _kind(part: Message, payload: bytes) -> str | None:
     return None
 
 
-def _reports_in_part(kind: str, payload: bytes, label: str) -> Iterator[AggregateReport]:
+def _parsed(xml: bytes) -> AggregateReport:
+    """parse_xml, any failure a NotAReport (an unknown encoding declared, a codec error...):
+    one bad report must never fail the mail and lose the good ones beside it."""
+    try:
+        return parse_xml(xml)
+    except NotAReport:
+        raise
+    except Exception as problem:
+        raise NotAReport(f"unreadable XML ({type(problem).__name__})") from None
+
+
+def _reports_in_part(
+    kind: str, payload: bytes, label: str, budget: _Budget
+) -> Iterator[AggregateReport]:
     try:
         if kind == "xml":
-            yield parse_xml(payload)
+            budget.left -= len(payload)
+            if budget.left < 0:
+                raise NotAReport(f"reports larger than {MAX_XML_BYTES >> 20} MiB")
+            yield _parsed(payload)
         elif kind == "gzip":
-            yield parse_xml(_gunzip(payload))
+            yield _parsed(_gunzip(payload, budget))
         else:
-            for name, xml in _zip_members(payload):
+            for name, xml in _zip_members(payload, budget):
                 try:
-                    yield parse_xml(xml)
+                    yield _parsed(xml)
                 except NotAReport as problem:
                     log.warning("DMARC report %s in %s skipped: %s", name[:100], label, problem)
     except NotAReport as problem:
@@ -249,7 +279,10 @@ def reports_in_mail(data: bytes) -> list[AggregateReport]:
     """Every aggregate report a whole RFC 5322 message carries, in order; [] for none."""
     message = email.message_from_bytes(data)
     reports: list[AggregateReport] = []
+    budget = _Budget()
     for part in message.walk():
+        if len(reports) >= MAX_REPORTS_PER_MAIL or budget.left <= 0:
+            break
         if part.is_multipart():
             continue
         payload = part.get_payload(decode=True)
@@ -258,5 +291,5 @@ def reports_in_mail(data: bytes) -> list[AggregateReport]:
         kind = _kind(part, payload)
         if kind is not None:
             label = (part.get_filename() or part.get_content_type())[:100]
-            reports.extend(_reports_in_part(kind, payload, label))
-    return reports
+            reports.extend(_reports_in_part(kind, payload, label, budget))
+    return reports[:MAX_REPORTS_PER_MAIL]

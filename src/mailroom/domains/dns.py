@@ -11,6 +11,8 @@ MAILROOM_DNS_NAMESERVERS or the system's resolver).
   reports reach the inbound listener.
 - Return path (advised, when MAILROOM_RETURN_PATH_DOMAIN is set): CNAME
   `<MAILROOM_RETURN_PATH_SUBDOMAIN>.<domain>` to it, so bounces reach this installation.
+- Link host (when the domain has one): CNAME `<link_host>` to the host of
+  MAILROOM_PUBLIC_URL; the domain's campaign and automation links use it once it verifies.
 
 TXT values are compared folded: the strings of a record joined, quote characters (pasted by
 hand into many DNS consoles) dropped, whitespace ignored inside tags. A lookup that gets no
@@ -26,6 +28,7 @@ import asyncio
 import ipaddress
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import dns.asyncresolver
 import dns.exception
@@ -38,7 +41,14 @@ TIMEOUT_SECONDS = 5.0  # per lookup, retries included; the lookups of a check ru
 EDNS_PAYLOAD = 1232  # a 2048-bit DKIM record (~420 bytes) fits UDP either way
 
 DKIM, SPF, DMARC, RETURN_PATH = "dkim", "spf", "dmarc", "return_path"
-LABELS = {DKIM: "DKIM", SPF: "SPF", DMARC: "DMARC", RETURN_PATH: "Return path"}
+LINK_HOST = "link_host"
+LABELS = {
+    DKIM: "DKIM",
+    SPF: "SPF",
+    DMARC: "DMARC",
+    RETURN_PATH: "Return path",
+    LINK_HOST: "Link host",
+}
 DMARC_MAILBOX = "dmarc"  # rua=mailto:dmarc@<return-path domain> (domains.dmarc)
 
 
@@ -47,7 +57,7 @@ class Record:
     type: str  # TXT | CNAME
     host: str
     value: str
-    purpose: str  # dkim | spf | dmarc | return_path
+    purpose: str  # dkim | spf | dmarc | return_path | link_host
 
 
 @dataclass(frozen=True)
@@ -65,10 +75,16 @@ def dkim_host(domain: str, selector: str) -> str:
     return f"{selector}._domainkey.{domain}"
 
 
+def public_host(settings: Settings) -> str:
+    """The host of MAILROOM_PUBLIC_URL: what a link host is a CNAME to."""
+    return (urlsplit(settings.public_url).hostname or "").rstrip(".").lower()
+
+
 def expected_records(
-    settings: Settings, domain: str, selector: str, public_key: str
+    settings: Settings, domain: str, selector: str, public_key: str, link_host: str | None = None
 ) -> list[Record]:
-    """What to publish, DKIM first; advised records only where the operator set their value."""
+    """What to publish, DKIM first; advised records only where the operator set their value,
+    and the link host's CNAME once the domain has one."""
     records = [Record("TXT", dkim_host(domain, selector), f"v=DKIM1; k=rsa; p={public_key}", DKIM)]
     if settings.spf_include:
         records.append(Record("TXT", domain, f"v=spf1 include:{settings.spf_include} ~all", SPF))
@@ -79,6 +95,8 @@ def expected_records(
     if settings.return_path_domain:
         host = f"{settings.return_path_subdomain}.{domain}"
         records.append(Record("CNAME", host, settings.return_path_domain, RETURN_PATH))
+    if link_host:
+        records.append(Record("CNAME", link_host, public_host(settings), LINK_HOST))
     return records
 
 

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mailroom.core.loose import Doc, body_config, text
+from mailroom.core.loose import Doc, body_config, nullable, text
 from mailroom.core.pagination import Pagination
 
 # A registrable hostname, exactly as the service accepts it (domains.service.clean_domain):
@@ -29,11 +29,22 @@ class DomainCreate(BaseModel):
     )
 
 
+class DomainUpdate(BaseModel):
+    model_config = body_config(forbid_extra=True, example={"link_host": "links.news.example.com"})
+    link_host: Annotated[Any, Doc(nullable(text(MAX_DOMAIN, pattern=DOMAIN_PATTERN)))] = Field(
+        None,
+        description="A host of your own for the links in this domain's campaign and "
+        "automation mail (clicks, the open pixel, unsubscribe, preferences, web view, hosted "
+        "images), published as a CNAME to the installation's host; null removes it. Used "
+        "once its record (in `records`, purpose `link_host`) verifies.",
+    )
+
+
 class DnsRecordOut(BaseModel):
     type: Literal["TXT", "CNAME"]
     host: str = Field(description="The full name to publish the record at.")
     value: str = Field(description="The record's value, as one string.")
-    purpose: Literal["dkim", "spf", "dmarc", "return_path"] = Field(
+    purpose: Literal["dkim", "spf", "dmarc", "return_path", "link_host"] = Field(
         description="`dkim` is required for the domain to be verified; the others are advised."
     )
     status: Literal["pending", "verified", "failed"] = Field(
@@ -64,6 +75,9 @@ class DomainOut(BaseModel):
     records: list[DnsRecordOut]
     failure_reason: str | None = Field(
         description="While `failed`: the records that failed and why."
+    )
+    link_host: str | None = Field(
+        description="The domain's own host for its mail's links (null: the installation's)."
     )
     verified_at: datetime | None = Field(description="When it became verified (null unless).")
     last_checked_at: datetime | None

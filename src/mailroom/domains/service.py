@@ -45,6 +45,10 @@ log = logging.getLogger("mailroom.domains")
 DOMAINS = Named(SendingDomain, "domain", MAX_DOMAIN, newest_first=True)
 TAKEN = "This domain is already added to the workspace"
 IN_USE = "This domain is used by a scheduled or sending campaign"
+NO_PUBLIC_HOST = (
+    "A link host needs MAILROOM_PUBLIC_URL to name a host (a CNAME cannot point at an IP "
+    "address): the operator sets it to the installation's public https URL"
+)
 RECHECK_EVERY = timedelta(hours=24)
 RECHECK_BATCH = 20
 RECHECK_CONCURRENCY = 8
@@ -150,6 +154,45 @@ async def _refuse_taken(ctx: Context, name: str) -> None:
         raise ApiError(409, TAKEN, id=existing)
 
 
+UPDATABLE = ("link_host",)
+
+
+async def update_domain(ctx: Context, domain_id: str, body: dict[str, Any]) -> SendingDomain:
+    """`link_host`: a host of the domain's own (a CNAME to the installation's) for its mail's
+    links, or null for none. A new link host is `pending` until the next verify; mail keeps
+    the public URL's links until its record verifies."""
+    unknown = sorted(k for k in body if k not in UPDATABLE)
+    if unknown:
+        raise ApiError(400, f"Unknown field(s): {', '.join(unknown)}")
+    domain = await _locked(ctx, domain_id)
+    if "link_host" in body:
+        host = _clean_link_host(ctx.settings, body["link_host"])
+        if host != domain.link_host:
+            domain.link_host = host
+            checked = dict(domain.record_status or {})
+            checked.pop(dns.LINK_HOST, None)  # the old host's verdict says nothing of this one
+            domain.record_status = checked
+            domain.updated_at = utcnow()
+    return domain
+
+
+def _clean_link_host(settings: Settings, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, "link_host must be a hostname, or null to remove it")
+    try:
+        host = clean_domain(value)
+    except ApiError as problem:
+        raise ApiError(400, problem.message.replace("domain", "link_host", 1)) from None
+    public = dns.public_host(settings)
+    if host == public:
+        raise ApiError(400, "link_host must be a host of your own, not this installation's")
+    if not public or _is_ip(public):
+        raise ApiError(422, NO_PUBLIC_HOST)
+    return host
+
+
 async def delete_domain(ctx: Context, domain_id: str) -> None:
     domain = await get_domain(ctx, domain_id)
     await refuse_if_sending(ctx, domain)
@@ -184,7 +227,7 @@ def records_of(ctx: Context, domain: SendingDomain) -> list[dict[str, Any]]:
     checked = domain.record_status or {}
     out = []
     for record in dns.expected_records(
-        ctx.settings, domain.domain, domain.dkim_selector, domain.dkim_public_key
+        ctx.settings, domain.domain, domain.dkim_selector, domain.dkim_public_key, domain.link_host
     ):
         verdict = checked.get(record.purpose) or {}
         out.append(
@@ -222,6 +265,7 @@ def as_dict(ctx: Context, domain: SendingDomain, rate: float | None) -> dict[str
         "dkim_selector": domain.dkim_selector,
         "records": records_of(ctx, domain),
         "failure_reason": domain.failure_reason,
+        "link_host": domain.link_host,
         "verified_at": domain.verified_at,
         "last_checked_at": domain.last_checked_at,
         "created_at": domain.created_at,
@@ -241,13 +285,23 @@ class Target:
     domain: str
     selector: str
     public_key: str
+    link_host: str | None = None
 
     @classmethod
     def of(cls, row: SendingDomain) -> Target:
-        return cls(row.id, row.workspace_id, row.domain, row.dkim_selector, row.dkim_public_key)
+        return cls(
+            row.id,
+            row.workspace_id,
+            row.domain,
+            row.dkim_selector,
+            row.dkim_public_key,
+            row.link_host,
+        )
 
     def records(self, settings: Settings) -> list[dns.Record]:
-        return dns.expected_records(settings, self.domain, self.selector, self.public_key)
+        return dns.expected_records(
+            settings, self.domain, self.selector, self.public_key, self.link_host
+        )
 
 
 async def lookup(settings: Settings, target: Target) -> dict[str, dns.Check]:
@@ -262,8 +316,8 @@ async def verify_domain(ctx: Context, domain_id: str) -> SendingDomain:
     await ctx.session.rollback()
     verdicts = await lookup(ctx.settings, target)
     row = await _locked(ctx, domain_id)  # 404 if deleted meanwhile
-    if row.dkim_public_key != target.public_key:
-        return row  # given a new key meanwhile: this check was about the old one
+    if row.dkim_public_key != target.public_key or row.link_host != target.link_host:
+        return row  # given a new key or link host meanwhile: this check was about the old
     _record(row, verdicts)
     if verdicts[dns.DKIM].ok:
         await _become_verified(ctx, row)
@@ -393,8 +447,12 @@ async def _claim_due(db: Database, now: datetime, limit: int) -> list[Target]:
 
 async def _apply_recheck(ctx: Context, target: Target, verdicts: dict[str, dns.Check]) -> None:
     row = await _locked(ctx, target.id)
-    if row.status != "verified" or row.dkim_public_key != target.public_key:
-        return  # verified again, failed, or re-keyed meanwhile by a request: that one stands
+    if (
+        row.status != "verified"
+        or row.dkim_public_key != target.public_key
+        or row.link_host != target.link_host
+    ):
+        return  # verified again, failed, re-keyed or re-hosted meanwhile: that one stands
     dkim_verdict = verdicts[dns.DKIM]
     if not dkim_verdict.ok and not dkim_verdict.definite:
         log.warning("re-check of %s inconclusive: %s", row.domain, dkim_verdict.reason)

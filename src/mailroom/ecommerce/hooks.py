@@ -98,7 +98,7 @@ async def _body(request: Request) -> bytes:
     """The raw body (the signature covers these exact bytes), refused past `MAX_BODY` as soon
     as its declared length or what has arrived says so."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
+    if declared.isdecimal() and int(declared) > MAX_BODY:
         raise ApiError(413, TOO_LARGE)
     parts: list[bytes] = []
     size = 0

@@ -432,7 +432,7 @@ class Pending:
 
 def read_token(settings: Settings, token: str) -> Pending | None:
     parts = tokens.read(settings.resolved_secret_key, CONFIRM, token)
-    if parts is None or len(parts) != 3 or not parts[2].isdigit():
+    if parts is None or len(parts) != 3 or not parts[2].isdecimal():
         return None
     return Pending(parts[0], parts[1], time.time() - int(parts[2]) > VALID_SECONDS)
 

@@ -83,7 +83,7 @@ class Pending:
 
 def read_token(settings: Settings, token: str) -> Pending | None:
     parts = tokens.read(settings.resolved_secret_key, CONFIRM, token)
-    if parts is None or len(parts) != 4 or not parts[3].isdigit():
+    if parts is None or len(parts) != 4 or not parts[3].isdecimal():
         return None
     expired = time.time() - int(parts[3]) > VALID_SECONDS
     return Pending(parts[0], parts[1], parts[2], expired)

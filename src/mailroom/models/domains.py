@@ -37,6 +37,9 @@ class SendingDomain(Base):
     # purpose -> "pending" | "verified" | "failed" (and why), from the last check
     record_status: Mapped[dict[str, Any]] = mapped_column(JSONValue, default=dict)
     failure_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    # Campaign and automation links use this host (a CNAME to the installation's) once its
+    # record verifies (record_status["link_host"]); None: the public URL's.
+    link_host: Mapped[str | None] = mapped_column(String(253), default=None)
     verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     last_checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -182,7 +182,7 @@ def sign_in_link(settings: Settings, person: Person) -> str:
 async def read_link(session: AsyncSession, settings: Settings, token: str) -> Person | None:
     """The person a sign-in link names while it is unused and fresh."""
     parts = tokens.read(settings.resolved_secret_key, LINK, token)
-    if parts is None or len(parts) != 3 or not parts[2].isdigit():
+    if parts is None or len(parts) != 3 or not parts[2].isdecimal():
         return None
     if time.time() - int(parts[2]) > LINK_VALID_SECONDS:
         return None
@@ -388,7 +388,7 @@ def totp_setup(settings: Settings, person: Person) -> tuple[str, str]:
 
 def setup_secret(settings: Settings, person: Person, token: str) -> str | None:
     parts = tokens.read(settings.resolved_secret_key, SETUP, token)
-    if parts is None or len(parts) != 3 or parts[0] != person.id or not parts[2].isdigit():
+    if parts is None or len(parts) != 3 or parts[0] != person.id or not parts[2].isdecimal():
         return None
     if time.time() - int(parts[2]) > SETUP_VALID_SECONDS:
         return None

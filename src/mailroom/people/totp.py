@@ -52,7 +52,7 @@ def matching_step(
     """The time step `code` belongs to (within the drift), if it is later than `after`
     (a code is not accepted twice)."""
     given = "".join(code.split())
-    if len(given) != DIGITS or not given.isdigit():
+    if len(given) != DIGITS or not given.isdecimal():
         return None
     now = int((time.time() if at is None else at) // STEP)
     for step in range(now - DRIFT, now + DRIFT + 1):

@@ -90,7 +90,7 @@ OWN_HEADERS = frozenset(
 
 
 def list_name(item: str) -> str:
-    return f"Brevo list {item}" if item.isdigit() else item
+    return f"Brevo list {item}" if item.isdecimal() else item
 
 
 def read_sheet(sheet: Sheet, out: Collector) -> bool:

@@ -6,6 +6,8 @@ the form it goes on the wire (`wire`: a non-ASCII domain as IDNA)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
 
 import idna
 
@@ -81,21 +83,42 @@ def return_path(settings: Settings, row_id: str, from_email: str, domain_verifie
     return f"bounces+{token}@{bounce_domain(settings, from_email, domain_verified)}"
 
 
-def _link(settings: Settings, path: str, purpose: str, *parts: str) -> str:
+# The mail whose links may use its domain's own link host (a marketer's mail, not a receipt).
+LINK_HOST_KINDS = frozenset({"campaign", "automation"})
+# The paths those links use; on a link host nothing else is answered (web.linkhost).
+LINK_PATHS = ("/l/", "/o/", "/u/", "/p/", "/v/", "/media/", "/static/")
+
+
+def link_base(settings: Settings, domain: Any, kind: str) -> str:
+    """Where a message's links point: its sending domain's link host once that host's CNAME
+    verified (campaign and automation mail), else the installation's public URL."""
+    host = getattr(domain, "link_host", None) if kind in LINK_HOST_KINDS else None
+    verdict = ((getattr(domain, "record_status", None) or {}).get("link_host") or {}).get("status")
+    if not host or verdict != "verified":
+        return settings.public_url
+    scheme = urlsplit(settings.public_url).scheme or "https"
+    return f"{scheme}://{host}"
+
+
+def _link(settings: Settings, path: str, purpose: str, *parts: str, base: str = "") -> str:
     token = tokens.sign(settings.resolved_secret_key, purpose, *parts)
-    return f"{settings.public_url.rstrip('/')}/{path}/{token}"
+    return f"{(base or settings.public_url).rstrip('/')}/{path}/{token}"
 
 
-def unsubscribe_url(settings: Settings, workspace_id: str, contact_id: str, row_id: str) -> str:
-    return _link(settings, "u", UNSUBSCRIBE, workspace_id, contact_id, row_id)
+def unsubscribe_url(
+    settings: Settings, workspace_id: str, contact_id: str, row_id: str, base: str = ""
+) -> str:
+    return _link(settings, "u", UNSUBSCRIBE, workspace_id, contact_id, row_id, base=base)
 
 
-def preferences_url(settings: Settings, workspace_id: str, contact_id: str, row_id: str) -> str:
-    return _link(settings, "p", PREFERENCES, workspace_id, contact_id, row_id)
+def preferences_url(
+    settings: Settings, workspace_id: str, contact_id: str, row_id: str, base: str = ""
+) -> str:
+    return _link(settings, "p", PREFERENCES, workspace_id, contact_id, row_id, base=base)
 
 
-def webview_url(settings: Settings, workspace_id: str, row_id: str) -> str:
-    return _link(settings, "v", WEBVIEW, workspace_id, row_id)
+def webview_url(settings: Settings, workspace_id: str, row_id: str, base: str = "") -> str:
+    return _link(settings, "v", WEBVIEW, workspace_id, row_id, base=base)
 
 
 def list_unsubscribe(

@@ -79,7 +79,8 @@ class Job:
     date: datetime
     recipients: list[Recipient] = field(default_factory=list)
     subject_prefix: str = ""  # `[Test] ` for test sends
-    base_url: str = ""  # the public URL tracking links point at
+    base_url: str = ""  # where tracking links point: the public URL, or a link host
+    public_url: str = ""  # the installation's: hosted images move to base_url when it differs
     headers: tuple[tuple[str, str], ...] = ()  # added to every message (Feedback-ID)
 
 
@@ -178,6 +179,10 @@ def build(job: Job) -> list[Built]:
             built.append(Built(recipient.row_id, None, str(error)))
             continue
         html = rendered.html
+        if html and job.public_url and job.base_url != job.public_url:
+            # Hosted images come from the link host too (one host for the whole message).
+            media = f"{job.public_url.rstrip('/')}/media/"
+            html = html.replace(media, f"{job.base_url.rstrip('/')}/media/")
         raw = mime.build(
             mime.Message(
                 from_email=from_email,

@@ -380,6 +380,7 @@ class SendEngine:
             except addresses.Unwritable as problem:
                 prepared.done.append(Outcome(row, "failed", f"{email}: {problem}", email=email))
                 continue
+            links = addresses.link_base(settings, domain, row.kind)
             recipient = recipient_for(
                 settings,
                 row_id=row.id,
@@ -390,9 +391,10 @@ class SendEngine:
                 domain_verified=domain is not None,
                 variables=facts.variables(row),
                 list_headers=row.kind in addresses.LIST_MAIL,
+                link_base=links,
             )
             headers = addresses.feedback_id(row.kind, _source_id(row), row.workspace_id)
-            key = (content.key, from_email, from_name, reply_to, row.workspace_id, headers)
+            key = (content.key, from_email, from_name, reply_to, row.workspace_id, headers, links)
             job = groups.get(key)
             if job is None or len(job.recipients) >= JOB_SIZE:
                 job = Job(
@@ -401,7 +403,8 @@ class SendEngine:
                     workspace_name=facts.workspace_names.get(row.workspace_id, ""),
                     secret=settings.resolved_secret_key,
                     date=now,
-                    base_url=settings.public_url,
+                    base_url=links,
+                    public_url=settings.public_url,
                     headers=headers,
                 )
                 groups[key] = job

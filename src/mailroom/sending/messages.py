@@ -48,12 +48,15 @@ def recipient_for(
     domain_verified: bool,
     variables: dict[str, Any] | None = None,
     list_headers: bool = True,
+    link_base: str = "",
 ) -> Recipient:
     """The recipient's links and fields; `list_headers`: it gets List-Unsubscribe (see
-    `addresses.LIST_MAIL`)."""
+    `addresses.LIST_MAIL`); `link_base`: where its links point (the public URL when empty)."""
     contact_id = contact.id if contact is not None else ""
     unsubscribe = (
-        addresses.unsubscribe_url(settings, workspace_id, contact_id, row_id) if contact_id else ""
+        addresses.unsubscribe_url(settings, workspace_id, contact_id, row_id, link_base)
+        if contact_id
+        else ""
     )
     return Recipient(
         row_id=row_id,
@@ -69,9 +72,9 @@ def recipient_for(
             else ()
         ),
         variables=variables,
-        webview_url=addresses.webview_url(settings, workspace_id, row_id),
+        webview_url=addresses.webview_url(settings, workspace_id, row_id, link_base),
         preferences_url=(
-            addresses.preferences_url(settings, workspace_id, contact_id, row_id)
+            addresses.preferences_url(settings, workspace_id, contact_id, row_id, link_base)
             if contact_id
             else ""
         ),

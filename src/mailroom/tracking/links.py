@@ -38,7 +38,7 @@ def click_token(secret: str, row_id: str, index: int, url: str) -> str:
 def read_click(secret: str, token: str) -> tuple[str, int, str] | None:
     """(row id, link index, URL) of a click token, or None when it is not one of ours."""
     parts = tokens.read(secret, CLICK, token, max_length=MAX_CLICK_TOKEN)
-    if parts is None or len(parts) != 3 or not parts[1].isdigit():
+    if parts is None or len(parts) != 3 or not parts[1].isdecimal():
         return None
     row_id, index, url = parts
     if not is_trackable(url):

@@ -45,7 +45,7 @@ class BodyLimitMiddleware:
                 await self.app(scope, receive, send)
                 return
         declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
+        if declared.isdecimal() and int(declared) > self.max_bytes:
             await JSONResponse({"error": self.message}, status_code=413)(scope, receive, send)
             return
         received = 0

@@ -33,7 +33,7 @@ def _field_name(loc: Sequence[Any]) -> str:
     parts = [str(p) for p in loc]
     name = ""
     for part in parts:
-        if part.isdigit():
+        if part.isdecimal():
             name += f"[{part}]"
         else:
             name += f".{part}" if name else part

@@ -58,7 +58,7 @@ async def read_upload(
         raise ApiError(400, f"Expected multipart/form-data with a `{field}` field")
     declared = request.headers.get("content-length")
     cap = max_bytes + MULTIPART_OVERHEAD
-    if declared and declared.isdigit() and int(declared) > cap:
+    if declared and declared.isdecimal() and int(declared) > cap:
         raise ApiError(413, too_large)
     # The declared length may be absent or false: count what actually arrives, and stop
     # reading (413) past the cap instead of spooling an endless body to disk.

@@ -3,8 +3,8 @@ records (several strings each, as published), CNAMEs (followed for other types, 
 resolver's answer carries the chain), SERVFAIL, silence (a timeout), and answers held back
 until the test lets them go.
 
-`zones` maps a name to {"TXT": [value, ...], "CNAME": "target", "servfail": True,
-"slow": True}; a TXT value is a string or a list of strings (one record split into several
+`zones` maps a name to {"TXT": [value, ...], "CNAME": "target", "A": [ip, ...],
+"PTR": [name, ...], "servfail": True, "slow": True}; a TXT value is a string or a list of strings (one record split into several
 character-strings). A name not in `zones` is NXDOMAIN; a name without the asked type answers
 NOERROR with no records. The dict is read at every query: tests change records in place.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dnslib import CNAME, QTYPE, RCODE, RR, TXT, DNSRecord
+from dnslib import CNAME, PTR, QTYPE, RCODE, RR, TXT, A, DNSRecord
 
 
 def _split(value: str) -> list[str]:
@@ -72,6 +72,12 @@ class _Protocol(asyncio.DatagramProtocol):
                 strings = _split(value) if isinstance(value, str) else list(value)
                 rdata = TXT([s.encode() for s in strings])
                 reply.add_answer(RR(name, QTYPE.TXT, rdata=rdata, ttl=60))
+        elif qtype == "A":
+            for value in zone.get("A", []):
+                reply.add_answer(RR(name, QTYPE.A, rdata=A(value), ttl=60))
+        elif qtype == "PTR":
+            for value in zone.get("PTR", []):
+                reply.add_answer(RR(name, QTYPE.PTR, rdata=PTR(value), ttl=60))
 
 
 class DnsZone:
@@ -115,6 +121,14 @@ class DnsZone:
 
     def cname(self, host: str, target: str) -> None:
         self.zones.setdefault(host.lower(), {})["CNAME"] = target
+
+    def address_of(self, host: str, *ips: str) -> None:
+        self.zones.setdefault(host.lower(), {})["A"] = list(ips)
+
+    def reverse(self, ip: str, *names: str) -> None:
+        """PTR records of an IPv4 address (at <d>.<c>.<b>.<a>.in-addr.arpa)."""
+        host = ".".join(reversed(ip.split("."))) + ".in-addr.arpa"
+        self.zones.setdefault(host, {})["PTR"] = list(names)
 
     def remove(self, host: str) -> None:
         self.zones.pop(host.lower(), None)

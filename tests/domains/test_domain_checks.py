@@ -121,3 +121,41 @@ def test_complaint_rates_against_the_limits(settings):
             "Mail only people who asked for it, and make unsubscribing easy.",
         ),
     }
+
+
+async def test_the_relays_reverse_dns_is_reported_when_known(client, ws, zone, domain_settings):
+    domain = await add_domain(client, ws, "news.acme-mail.com")
+    publish(zone, domain, "dkim")
+    # A relay on this machine: its outbound address is not known, nor its reverse DNS.
+    domain_settings.smtp_url = "smtp://127.0.0.1:2525"
+    checked = await verify(client, ws, domain["id"])
+    assert "reverse_dns" not in [c["rule"] for c in checked["checks"]]
+
+    domain_settings.smtp_url = "smtp://relay.acme-mail.com:587"
+    zone.address_of("relay.acme-mail.com", "192.0.2.10")
+    zone.reverse("192.0.2.10", "relay.acme-mail.com")
+    checked = await verify(client, ws, domain["id"])
+    assert checked["checks"][-1] == {
+        "rule": "reverse_dns",
+        "ok": True,
+        "detail": "The relay relay.acme-mail.com (192.0.2.10) reverses to relay.acme-mail.com, "
+        "which resolves back to it.",
+    }
+    assert (await read_domain(client, ws, domain["id"]))["checks"][-1]["ok"] is True
+
+    zone.reverse("192.0.2.10", "host-10.isp.example")  # a generic name that goes nowhere
+    found = (await verify(client, ws, domain["id"]))["checks"][-1]
+    assert found["rule"] == "reverse_dns" and found["ok"] is False
+    assert (
+        "reverses to host-10.isp.example, which does not resolve back to 192.0.2.10"
+        in (found["detail"])
+    )
+
+    zone.remove("10.2.0.192.in-addr.arpa")
+    found = (await verify(client, ws, domain["id"]))["checks"][-1]
+    assert found["ok"] is False
+    assert found["detail"].startswith("The relay relay.acme-mail.com (192.0.2.10) has no reverse")
+    # The domain is still verified: reverse DNS is advice, not a record of the domain.
+    checked = await read_domain(client, ws, domain["id"])
+    assert checked["status"] == "verified"
+    assert all(r["purpose"] != "reverse_dns" for r in checked["records"])

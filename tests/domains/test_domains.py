@@ -29,6 +29,7 @@ DOMAIN_KEYS = {
     "dkim_selector",
     "records",
     "failure_reason",
+    "warmup",
     "verified_at",
     "last_checked_at",
     "created_at",

@@ -68,11 +68,18 @@ async def verified_campaign(client, db, ws, recipients: int) -> dict:
         await client.post("/api/v1/domains", json={"domain": "shop.example"}, headers=ws.headers),
         201,
     )
+    # Verified, with warm-up skipped (an established domain): these drills are about crashes,
+    # not the daily allowance, which tests/sending/test_warmup.py covers.
     async with db.transaction() as session:
         await session.execute(
             update(SendingDomain)
             .where(SendingDomain.id == domain["domain"]["id"])
-            .values(status="verified", verified_at=utcnow(), last_checked_at=utcnow())
+            .values(
+                status="verified",
+                verified_at=utcnow(),
+                last_checked_at=utcnow(),
+                warmup_skipped=True,
+            )
         )
     return campaign
 

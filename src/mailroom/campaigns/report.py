@@ -15,7 +15,7 @@ from mailroom.campaigns.service import get_campaign, stats
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.ecommerce import attribution
-from mailroom.models import Campaign, TrackingHit
+from mailroom.models import Campaign, SendLog, TrackingHit
 
 HOURS = 48
 
@@ -80,8 +80,42 @@ async def report_of(ctx: Context, campaign: Campaign) -> tuple[dict[str, int], d
         ],
         "hourly": await _hourly(ctx, campaign.id, campaign.started_at, people),
         "revenue": (await attribution.revenue_of(ctx, "campaign", [campaign.id]))[campaign.id],
+        "providers": await _providers(ctx, campaign.id),
         **await _variants(ctx, campaign),
     }
+
+
+async def _providers(ctx: Context, campaign_id: str) -> list[dict[str, Any]]:
+    """Sent, deferred and bounced per mailbox provider, and the pace it took mail at."""
+    rows = await ctx.session.execute(
+        select(
+            SendLog.provider,
+            func.count(SendLog.sent_at),
+            func.coalesce(func.sum(SendLog.deferrals), 0),
+            func.count(SendLog.bounced_at),
+            func.min(SendLog.sent_at),
+            func.max(SendLog.sent_at),
+        )
+        .where(
+            SendLog.workspace_id == ctx.workspace_id,
+            SendLog.campaign_id == campaign_id,
+            SendLog.provider.is_not(None),
+        )
+        .group_by(SendLog.provider)
+    )
+    out = []
+    for provider, sent, deferred, bounced, first, last in rows.all():
+        seconds = (last - first).total_seconds() if first and last else 0.0
+        out.append(
+            {
+                "provider": provider,
+                "sent": int(sent),
+                "deferred": int(deferred),
+                "bounced": int(bounced),
+                "pace_per_minute": round(int(sent) * 60 / seconds, 1) if seconds > 0 else None,
+            }
+        )
+    return sorted(out, key=lambda p: (-(p["sent"] + p["bounced"]), p["provider"]))
 
 
 async def _variants(ctx: Context, campaign: Campaign) -> dict[str, Any]:

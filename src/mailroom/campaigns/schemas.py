@@ -375,6 +375,19 @@ class AbWinner(BaseModel):
     reason: str = Field(description="Why it won, in words.")
 
 
+class ProviderReport(BaseModel):
+    provider: str = Field(
+        description="The recipients' mailbox provider: google, microsoft, yahoo, apple, or the "
+        "MX host of others (other when unknown)."
+    )
+    sent: int = Field(description="Messages it accepted.")
+    deferred: int = Field(description="Deferral answers it gave (421/4xx: tried again later).")
+    bounced: int
+    pace_per_minute: float | None = Field(
+        description="Messages it accepted per minute, from its first to its last (null before two)."
+    )
+
+
 class CampaignReport(BaseModel):
     totals: ReportTotals
     opens: int = Field(description="Every counted open, repeats included.")
@@ -395,6 +408,12 @@ class CampaignReport(BaseModel):
     )
     winner: AbWinner | None = Field(
         default=None, description="The A/B test's winner once picked, and by what rule."
+    )
+    providers: list[ProviderReport] = Field(
+        default_factory=list,
+        description="Per mailbox provider of the recipients (sent through a relay; the file "
+        "outbox has none), most messages first: each is paced on its own, slowed when it "
+        "answers try later.",
     )
 
 

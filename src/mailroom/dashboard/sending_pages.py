@@ -52,6 +52,7 @@ CHECK_LABELS = {
     "complaint_rate": "Spam complaints",
     "tls_to_relay": "TLS to the relay",
     "ehlo_name": "EHLO name",
+    "reverse_dns": "Reverse DNS of the relay",
 }
 
 
@@ -170,6 +171,24 @@ async def save_link_host(domain_id: str, request: Request) -> Response:
             else f"{domain.domain} has no link host: its links use this installation's host."
         )
         sessions.flash(visitor.row, "ok", text)
+        return RedirectResponse("/settings/sending", status_code=303)
+
+    return await as_visitor(request, work, admin=True)
+
+
+@router.post("/settings/sending/domains/{domain_id}/skip-warmup")
+async def skip_warmup(domain_id: str, request: Request) -> Response:
+    """An admin ends a domain's warm-up (as PATCH /domains/{id} `skip_warmup: true`)."""
+
+    async def work(visitor: Visitor, ctx: Context, form: dict[str, Any]) -> Response:
+        domain = await domains.update_domain(ctx, domain_id, {"skip_warmup": True})
+        audit_write(ctx, request, "skip_warmup", domain.id, 200)
+        sessions.flash(
+            visitor.row,
+            "ok",
+            f"Warm-up skipped for {domain.domain}: its campaigns send without a daily "
+            "allowance, and what waited for tomorrow goes now.",
+        )
         return RedirectResponse("/settings/sending", status_code=303)
 
     return await as_visitor(request, work, admin=True)

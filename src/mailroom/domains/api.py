@@ -15,7 +15,7 @@ from mailroom.domains.schemas import (
     DomainPage,
     DomainUpdate,
 )
-from mailroom.web.deps import Paging, set_audit_target, use
+from mailroom.web.deps import Paging, set_audit_operation, set_audit_target, use
 from mailroom.web.openapi import errors
 
 router = APIRouter(prefix="/api/v1/domains", tags=["Sending domains"])
@@ -24,7 +24,12 @@ RECORDS_NOTE = (
     " `records` lists what to publish: the DKIM TXT record (required for `verified`) and, as "
     "advised, SPF, DMARC (asking for aggregate reports at `dmarc@<return-path domain>` when "
     "the installation has one) and a return-path CNAME, each with its last verdict. `checks` "
-    "scores the domain against Gmail's and Yahoo's bulk-sender rules, each with what to fix."
+    "scores the domain against Gmail's and Yahoo's bulk-sender rules, each with what to fix. "
+    "`warmup` is its warm-up: a newly verified domain may send `daily_limit` campaign "
+    "messages a UTC day (stage 1: 200, then 500, 1,000, 2,000, 5,000, 10,000, 20,000, ...), "
+    "one stage up each day after a day that used at least half of it while bounces and "
+    "complaints stay under the health warning levels, until the plan's own limits; what a "
+    "campaign cannot send today waits for the next UTC day. Null `daily_limit`: no limit."
 )
 
 
@@ -82,13 +87,27 @@ async def get_domain(id: str, ctx: Annotated[Context, use("campaigns:read")]) ->
     "Publish the CNAME `records` then lists (purpose `link_host`, to the installation's "
     "host) and verify: links use the host once that record verifies; until then, or while "
     "it fails, they use the installation's public URL and the domain sends as before. On the "
-    "link host Mailroom answers only the paths of those links." + RECORDS_NOTE,
-    responses=errors(400, 404, 422, e404="Domain not found", e422=service.NO_PUBLIC_HOST),
+    "link host Mailroom answers only the paths of those links. `skip_warmup: true` ends the "
+    "domain's warm-up (for a domain that already has a reputation): its campaign mail is no "
+    "longer held to a daily allowance and what waited for tomorrow goes now; it takes a "
+    "workspace admin (people) or `campaigns:send` (keys), and is audit-logged as "
+    "`skip_warmup`." + RECORDS_NOTE,
+    responses=errors(
+        400,
+        403,
+        404,
+        422,
+        e403="Forbidden: workspace admin role required",
+        e404="Domain not found",
+        e422=service.NO_PUBLIC_HOST,
+    ),
 )
 async def update_domain(
     id: str, body: DomainUpdate, request: Request, ctx: Annotated[Context, use("campaigns:write")]
 ) -> dict[str, Any]:
     given = body.model_dump(exclude_unset=True)
+    if given.get("skip_warmup") is True:
+        set_audit_operation(request, "skip_warmup")
     domain = await service.update_domain(ctx, id, given)
     set_audit_target(request, domain.id)
     request.app.state.link_hosts.forget()  # this server answers the new host's paths at once

@@ -1,7 +1,8 @@
 """A sending domain scored against the bulk-sender rules Gmail and Yahoo enforce since 2024,
 each rule met or not with what to fix: DKIM and SPF passing and aligned with the From domain,
 DMARC published, one-click unsubscribe, a complaint rate under 0.3 % (a warning from 0.1 %),
-TLS to the relay, a proper EHLO name.
+TLS to the relay, a proper EHLO name, and the relay's reverse DNS when it is known (a relay
+elsewhere, looked up at each DNS check).
 
 Read from what is stored (the last DNS check, the workspace's delivery health, the settings):
 no DNS or network here, so a domain's page answers at once. The DNS verdicts are the last
@@ -176,4 +177,13 @@ def checks_of(
         _complaints(complaint_rate),
         _tls(settings),
         _ehlo(settings),
+        *_reverse_dns(domain),
     ]
+
+
+def _reverse_dns(domain: SendingDomain) -> list[dict[str, Any]]:
+    """The relay's reverse DNS from the last check, only when it was known then."""
+    found = (domain.record_status or {}).get(dns.REVERSE_DNS)
+    if not isinstance(found, dict) or "ok" not in found:
+        return []
+    return [_check("reverse_dns", bool(found["ok"]), str(found.get("detail", "")))]

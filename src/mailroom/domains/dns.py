@@ -34,6 +34,7 @@ import dns.asyncresolver
 import dns.exception
 import dns.nameserver
 import dns.resolver
+import dns.reversename
 
 from mailroom.settings import Settings
 
@@ -266,3 +267,61 @@ async def check(
 
     verdicts = await asyncio.gather(*(one(r) for r in records))
     return {r.purpose: v for r, v in zip(records, verdicts, strict=True)}
+
+
+# --------------------------------------------------------------- the relay's reverse DNS
+
+REVERSE_DNS = "reverse_dns"  # its verdict's key in a domain's record_status (not a record)
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+async def reverse_dns(settings: Settings) -> dict[str, object] | None:
+    """`{ok, detail}` for the relay's forward-confirmed reverse DNS (its address's PTR name
+    resolves back to it), or None when not known: no relay, a relay on this machine (whose
+    outbound address Mailroom cannot see), or DNS that did not answer."""
+    if not settings.smtp_url:
+        return None
+    host = (urlsplit(settings.smtp_url).hostname or "").lower()
+    if not host or host in LOOPBACK_HOSTS:
+        return None
+    try:
+        resolver = make_resolver(settings.dns_nameservers)
+        try:
+            ip = str(ipaddress.ip_address(host))
+        except ValueError:
+            ip = (await _answer(resolver, host, "A"))[0]
+    except LookupFailed:
+        return None  # the relay's address is not known: neither is its reverse DNS
+    try:
+        names = [
+            n.rstrip(".").lower()
+            for n in await _ptr(resolver, dns.reversename.from_address(ip).to_text())
+        ]
+    except LookupFailed as exc:
+        if not exc.definite:
+            return None
+        return {
+            "ok": False,
+            "detail": f"The relay {host} ({ip}) has no reverse DNS ({exc.reason}): ask whoever "
+            "runs it for a PTR record naming a host that resolves back to its address.",
+        }
+    for name in names:
+        try:
+            back = await _answer(resolver, name, "A")
+        except LookupFailed:
+            continue
+        if ip in back:
+            return {
+                "ok": True,
+                "detail": f"The relay {host} ({ip}) reverses to {name}, which resolves back to it.",
+            }
+    return {
+        "ok": False,
+        "detail": f"The relay {host} ({ip}) reverses to {', '.join(names) or 'nothing'}, which "
+        f"does not resolve back to {ip}: mailbox providers distrust such senders; ask whoever "
+        "runs the relay to make the PTR name and its A record agree.",
+    }
+
+
+async def _ptr(resolver: dns.asyncresolver.Resolver, name: str) -> list[str]:
+    return await _answer(resolver, name.rstrip("."), "PTR")

@@ -38,6 +38,12 @@ class DomainUpdate(BaseModel):
         "images), published as a CNAME to the installation's host; null removes it. Used "
         "once its record (in `records`, purpose `link_host`) verifies.",
     )
+    skip_warmup: Annotated[Any, Doc({"type": "boolean", "enum": [True]})] = Field(
+        None,
+        description="`true` ends the domain's warm-up (it already has a reputation): no daily "
+        "allowance from now, and campaign mail waiting for tomorrow's goes at once. A "
+        "workspace admin (people) or `campaigns:send` (keys); audit-logged as `skip_warmup`.",
+    )
 
 
 class DnsRecordOut(BaseModel):
@@ -62,9 +68,20 @@ class DomainCheck(BaseModel):
         "complaint_rate",
         "tls_to_relay",
         "ehlo_name",
+        "reverse_dns",
     ]
     ok: bool = Field(description="Whether the rule is met now.")
     detail: str = Field(description="What was found, and what to fix when it is not met.")
+
+
+class WarmupOut(BaseModel):
+    stage: int = Field(description="From 1; one up a UTC day while the domain sends well.")
+    daily_limit: int | None = Field(
+        description="Campaign messages the domain may send this UTC day; null: no limit "
+        "(warm-up skipped or over)."
+    )
+    sent_today: int = Field(description="Campaign messages it sent this UTC day.")
+    skipped: bool = Field(description="An admin skipped warm-up for this domain.")
 
 
 class DomainOut(BaseModel):
@@ -82,6 +99,7 @@ class DomainOut(BaseModel):
     verified_at: datetime | None = Field(description="When it became verified (null unless).")
     last_checked_at: datetime | None
     created_at: datetime
+    warmup: WarmupOut
     checks: list[DomainCheck] = Field(
         description="Gmail's and Yahoo's bulk-sender rules, each met or not, from the last DNS "
         "check, the workspace's complaint rate and the installation's relay settings."

@@ -36,7 +36,7 @@ from mailroom.domains.schemas import MAX_DOMAIN
 from mailroom.events import service as events
 from mailroom.models import Campaign, SendingDomain, SendingSettings
 from mailroom.named import Named
-from mailroom.sending import health
+from mailroom.sending import health, warmup
 from mailroom.sending import service as sending
 from mailroom.settings import Settings
 
@@ -154,17 +154,31 @@ async def _refuse_taken(ctx: Context, name: str) -> None:
         raise ApiError(409, TAKEN, id=existing)
 
 
-UPDATABLE = ("link_host",)
+UPDATABLE = ("link_host", "skip_warmup")
+SKIP_WARMUP_TRUE = "skip_warmup must be true (warm-up cannot be restarted)"
 
 
 async def update_domain(ctx: Context, domain_id: str, body: dict[str, Any]) -> SendingDomain:
     """`link_host`: a host of the domain's own (a CNAME to the installation's) for its mail's
     links, or null for none. A new link host is `pending` until the next verify; mail keeps
-    the public URL's links until its record verifies."""
+    the public URL's links until its record verifies. `skip_warmup: true`: the domain has a
+    reputation already; its campaign mail is no longer held to a daily allowance and what
+    waits for tomorrow goes now (admins for people, `campaigns:send` for keys)."""
     unknown = sorted(k for k in body if k not in UPDATABLE)
     if unknown:
         raise ApiError(400, f"Unknown field(s): {', '.join(unknown)}")
+    if "skip_warmup" in body:
+        if body["skip_warmup"] is not True:
+            raise ApiError(400, SKIP_WARMUP_TRUE)
+        if ctx.principal.person_id is not None:
+            ctx.principal.check_admin()
+        else:
+            ctx.principal.check("campaigns:send")
     domain = await _locked(ctx, domain_id)
+    if body.get("skip_warmup") is True and not domain.warmup_skipped:
+        domain.warmup_skipped = True
+        domain.updated_at = utcnow()
+        await warmup.release(ctx.session, ctx.workspace_id, domain.updated_at)
     if "link_host" in body:
         host = _clean_link_host(ctx.settings, body["link_host"])
         if host != domain.link_host:
@@ -243,21 +257,28 @@ def records_of(ctx: Context, domain: SendingDomain) -> list[dict[str, Any]]:
     return out
 
 
-async def complaint_rate(ctx: Context) -> float | None:
-    """The workspace's recent complaint rate (None: nothing sent lately), for `checks`."""
+@dataclass(frozen=True)
+class Standing:
+    """The workspace's recent figures a domain's view depends on."""
+
+    complaint_rate: float | None  # None: nothing sent lately
+    healthy: bool  # bounces and complaints under the warning levels (warm-up advances)
+
+
+async def standing(ctx: Context) -> Standing:
     found = await health.rates(ctx, await sending.settings_of(ctx))
-    return float(found["complaint_rate"]) if found["messages_in_window"] else None
+    rate = float(found["complaint_rate"]) if found["messages_in_window"] else None
+    return Standing(rate, health.healthy(ctx.settings, found))
 
 
 async def describe(ctx: Context, rows: list[SendingDomain]) -> list[dict[str, Any]]:
     """Domains as routes show them, the workspace's figures read once for all."""
-    rate = await complaint_rate(ctx)
-    return [as_dict(ctx, row, rate) for row in rows]
+    figures = await standing(ctx)
+    return [as_dict(ctx, row, figures) for row in rows]
 
 
-def as_dict(ctx: Context, domain: SendingDomain, rate: float | None) -> dict[str, Any]:
-    """The domain as routes show it (never its private key), `rate` its workspace's recent
-    complaint rate."""
+def as_dict(ctx: Context, domain: SendingDomain, figures: Standing) -> dict[str, Any]:
+    """The domain as routes show it (never its private key)."""
     return {
         "id": domain.id,
         "domain": domain.domain,
@@ -269,7 +290,8 @@ def as_dict(ctx: Context, domain: SendingDomain, rate: float | None) -> dict[str
         "verified_at": domain.verified_at,
         "last_checked_at": domain.last_checked_at,
         "created_at": domain.created_at,
-        "checks": checks.checks_of(ctx.settings, domain, rate),
+        "warmup": warmup.state_of(domain, ctx.principal.plan, utcnow(), figures.healthy),
+        "checks": checks.checks_of(ctx.settings, domain, figures.complaint_rate),
     }
 
 
@@ -314,11 +336,13 @@ async def verify_domain(ctx: Context, domain_id: str) -> SendingDomain:
     # Only read so far: end the transaction, so no connection (on SQLite not the single
     # write connection) waits on DNS. The audit entry and the result open a new one.
     await ctx.session.rollback()
-    verdicts = await lookup(ctx.settings, target)
+    verdicts, reverse = await asyncio.gather(
+        lookup(ctx.settings, target), dns.reverse_dns(ctx.settings)
+    )
     row = await _locked(ctx, domain_id)  # 404 if deleted meanwhile
     if row.dkim_public_key != target.public_key or row.link_host != target.link_host:
         return row  # given a new key or link host meanwhile: this check was about the old
-    _record(row, verdicts)
+    _record(row, verdicts, reverse)
     if verdicts[dns.DKIM].ok:
         await _become_verified(ctx, row)
     else:
@@ -341,8 +365,18 @@ async def _locked(ctx: Context, domain_id: str) -> SendingDomain:
     return row
 
 
-def _record(row: SendingDomain, verdicts: dict[str, dns.Check]) -> None:
-    row.record_status = {p: {"status": v.status, "reason": v.reason} for p, v in verdicts.items()}
+def _record(
+    row: SendingDomain, verdicts: dict[str, dns.Check], reverse: dict[str, Any] | None
+) -> None:
+    """Store the verdicts, and the relay's reverse DNS when known (the last known kept when
+    this check could not tell)."""
+    found: dict[str, Any] = {
+        p: {"status": v.status, "reason": v.reason} for p, v in verdicts.items()
+    }
+    before = (row.record_status or {}).get(dns.REVERSE_DNS)
+    if reverse is not None or before:
+        found[dns.REVERSE_DNS] = reverse or before
+    row.record_status = found
     row.last_checked_at = row.updated_at = utcnow()
 
 
@@ -356,7 +390,11 @@ def _failure_reason(verdicts: dict[str, dns.Check]) -> str:
 
 
 def _event_data(row: SendingDomain, **extra: Any) -> dict[str, Any]:
-    failed = [p for p, v in (row.record_status or {}).items() if v.get("status") == "failed"]
+    failed = [
+        p
+        for p, v in (row.record_status or {}).items()
+        if p != dns.REVERSE_DNS and v.get("status") == "failed"
+    ]
     return {
         "domain": {
             "id": row.id,
@@ -410,11 +448,13 @@ async def recheck_due(
 
     # All the lookups first, with no transaction open; then one short write each.
     found = await asyncio.gather(*(looked_up(t) for t in targets))
+    reverse = await dns.reverse_dns(settings) if targets else None
     for target, verdicts in zip(targets, found, strict=True):
         try:
             async with db.transaction() as session:
                 principal = await accounts.principal_for_workspace(session, target.workspace_id)
-                await _apply_recheck(Context(session, principal, settings), target, verdicts)
+                context = Context(session, principal, settings)
+                await _apply_recheck(context, target, verdicts, reverse)
         except ApiError:  # the workspace or the domain went meanwhile
             continue
     return len(targets)
@@ -445,7 +485,12 @@ async def _claim_due(db: Database, now: datetime, limit: int) -> list[Target]:
         return [Target.of(row) for row in rows]
 
 
-async def _apply_recheck(ctx: Context, target: Target, verdicts: dict[str, dns.Check]) -> None:
+async def _apply_recheck(
+    ctx: Context,
+    target: Target,
+    verdicts: dict[str, dns.Check],
+    reverse: dict[str, Any] | None,
+) -> None:
     row = await _locked(ctx, target.id)
     if (
         row.status != "verified"
@@ -457,7 +502,7 @@ async def _apply_recheck(ctx: Context, target: Target, verdicts: dict[str, dns.C
     if not dkim_verdict.ok and not dkim_verdict.definite:
         log.warning("re-check of %s inconclusive: %s", row.domain, dkim_verdict.reason)
         verdicts = {**verdicts, dns.DKIM: dns.Check("verified")}  # as it was; next round
-    _record(row, verdicts)
+    _record(row, verdicts, reverse)
     if not verdicts[dns.DKIM].ok:
         reason = f"lapsed, no longer verified: {_failure_reason(verdicts)}"
         await _become_failed(ctx, row, reason, lapsed=True)

@@ -96,4 +96,7 @@ class SendingSettings(Base):
     # Delivery health counts messages sent since the last resume, and warns once a day.
     resumed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     health_warned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Mailbox providers that blocked this workspace's mail (a 5xx naming policy or spam):
+    # provider -> {"until": ISO time, "reason": the answer}; its mail waits until then.
+    provider_blocks: Mapped[dict[str, Any] | None] = mapped_column(JSONValue, default=None)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

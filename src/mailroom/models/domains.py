@@ -6,7 +6,17 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    Date,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.core.clock import utcnow
@@ -40,6 +50,12 @@ class SendingDomain(Base):
     # Campaign and automation links use this host (a CNAME to the installation's) once its
     # record verifies (record_status["link_host"]); None: the public URL's.
     link_host: Mapped[str | None] = mapped_column(String(253), default=None)
+    # Warm-up (sending.warmup): the stage (from 1) sets the campaign mail a UTC day may carry;
+    # `warmup_sent` counts what was taken on `warmup_day` (YYYY-MM-DD). Skipped: no limit.
+    warmup_stage: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    warmup_skipped: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    warmup_day: Mapped[str | None] = mapped_column(String(10), default=None)
+    warmup_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     last_checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

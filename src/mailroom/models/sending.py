@@ -71,6 +71,10 @@ class SendLog(DueWork, Base):
     unsubscribed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # The A/B test variant this row sends (campaigns.ab_test); null without a test.
     variant_id: Mapped[str | None] = mapped_column(String(16), default=None)
+    # The recipient's mailbox provider (sending.providers: google, microsoft, yahoo, apple, an
+    # MX host or other), set when it is first tried; `deferrals` counts its "try later" answers.
+    provider: Mapped[str | None] = mapped_column(String(100), default=None)
+    deferrals: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # The request that queued a one-off send (transactional, test), for the worker's log lines.
     request_id: Mapped[str | None] = mapped_column(String(128), default=current_request_id)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

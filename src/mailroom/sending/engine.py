@@ -30,8 +30,8 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from hashlib import sha256
 from typing import Any
 
@@ -55,11 +55,13 @@ from mailroom.models import (
     Suppression,
     Workspace,
 )
-from mailroom.sending import addresses, limits, outcomes
+from mailroom.sending import addresses, limits, outcomes, pacing, warmup
 from mailroom.sending.build import Built, Content, Job, Sender, build
 from mailroom.sending.messages import outbox_dir, recipient_for, signer_spec
 from mailroom.sending.outcomes import Claimed, Outcome
-from mailroom.sending.transport import Delivery, Transport, transport_for
+from mailroom.sending.pacing import Pacer
+from mailroom.sending.providers import Providers
+from mailroom.sending.transport import Delivery, Result, SmtpPool, Transport, transport_for
 from mailroom.settings import Settings
 from mailroom.templates.render import issue_variables
 
@@ -78,9 +80,10 @@ EXPRESS_CONNECTIONS = 2
 @dataclass
 class Prepared:
     jobs: list[Job] = field(default_factory=list)
-    # row id -> (row, envelope sender, envelope recipient, the row's address) for the rows
-    # that will be built; the envelope's addresses are in their wire form (IDNA domain)
-    targets: dict[str, tuple[Claimed, str, str, str]] = field(default_factory=dict)
+    # row id -> (row, envelope sender, envelope recipient, the row's address, its mailbox
+    # provider) for the rows that will be built; the envelope's addresses are in their wire
+    # form (IDNA domain)
+    targets: dict[str, tuple[Claimed, str, str, str, str | None]] = field(default_factory=dict)
     done: list[Outcome] = field(default_factory=list)  # skipped or failed before building
 
 
@@ -125,6 +128,9 @@ class SendEngine:
         self.express: asyncio.Task[None] | None = None
         self._executor: Executor | None = None
         self._executor_made = False
+        # Pacing per mailbox provider, with a relay only (the outbox has no providers).
+        self.providers = Providers(settings)
+        self.pacer = Pacer(settings.smtp_connections)
 
     @property
     def transport(self) -> Transport:
@@ -241,7 +247,25 @@ class SendEngine:
                     .where(SendLog.id.in_(later))
                     .values(run_at=limits.next_hour(now), locked_until=None, locked_by=None)
                 )
-        return kept
+            if urgent_only:
+                return kept
+            admission = await warmup.admit(
+                session,
+                self.settings,
+                kept,
+                {w: get_plan(plan) for w, (_account, plan) in plans.items()},
+                now,
+            )
+            await warmup.defer(session, admission, now)
+        held = set(admission.later)
+        today = warmup.day_of(now)
+        return [
+            replace(row, warmup_domain=admission.counted[row.id], warmup_day=today)
+            if row.id in admission.counted
+            else row
+            for row in kept
+            if row.id not in held
+        ]
 
     async def _within_ceiling(
         self, session: Any, rows: Sequence[SendLog], plans: dict[str, Any], now: datetime
@@ -292,33 +316,19 @@ class SendEngine:
             for item in built:
                 if item.signing_seconds:
                     metrics.DKIM_SIGNING.observe(item.signing_seconds)
-                row, sender, recipient, _email = prepared.targets[item.row_id]
+                row, sender, recipient, _email, provider = prepared.targets[item.row_id]
                 if item.data is None:
-                    done.append(Outcome(row, "failed", item.error or "could not be built"))
+                    done.append(
+                        Outcome(
+                            row, "failed", item.error or "could not be built", provider=provider
+                        )
+                    )
                 else:
                     deliveries.append(Delivery(row.id, sender, recipient, item.data))
             message_ids = {j.row_id: j.message_id for job in prepared.jobs for j in job.recipients}
             transport = self.express_transport if express else self.transport
-            for result in await transport.send(deliveries):
-                row, _sender, _recipient, email = prepared.targets[result.key]
-                state = (
-                    "sent"
-                    if result.sent
-                    else "bounced"
-                    if result.bounced
-                    else "failed"
-                    if result.failed
-                    else "retry"
-                )
-                done.append(
-                    Outcome(
-                        row,
-                        state,
-                        result.detail,
-                        message_ids.get(row.id),
-                        email,
-                    )
-                )
+            results = await self._send(transport, deliveries, prepared)
+            done.extend(self._judge(results, prepared, message_ids))
             async with db.transaction() as session:
                 await outcomes.record(session, self.settings, done)
             for outcome in done:
@@ -330,6 +340,75 @@ class SendEngine:
         finally:
             for row in rows:
                 self.in_flight[row.account_id] -= 1
+
+    async def _send(
+        self, transport: Transport, deliveries: list[Delivery], prepared: Prepared
+    ) -> list[Result]:
+        """Over the transport, each paced provider on no more connections than its budget
+        (the others, and everyone while no provider is paced, all at once as before)."""
+        budgets = {p: self.pacer.connections(p) for p in self.pacer.providers}
+        if not budgets or not isinstance(transport, SmtpPool):
+            return await transport.send(deliveries)
+        groups: dict[str | None, list[Delivery]] = defaultdict(list)
+        for delivery in deliveries:
+            provider = prepared.targets[delivery.key][4]
+            key = pacing.key_of(provider, delivery.recipient) if provider else None
+            groups[key if key in budgets else None].append(delivery)
+
+        async def paced(provider: str, group: list[Delivery]) -> list[Result]:
+            gate = asyncio.Semaphore(budgets[provider])
+
+            async def one(delivery: Delivery) -> list[Result]:
+                async with gate:
+                    return await transport.send([delivery])
+
+            return [r for found in await asyncio.gather(*(one(d) for d in group)) for r in found]
+
+        sent = await asyncio.gather(
+            *(
+                transport.send(group) if provider is None else paced(provider, group)
+                for provider, group in groups.items()
+            )
+        )
+        return [result for found in sent for result in found]
+
+    def _judge(
+        self, results: list[Result], prepared: Prepared, message_ids: dict[str, str]
+    ) -> list[Outcome]:
+        """Each relay answer as an outcome; each provider's pace learns from its answers: a
+        deferral slows it and rests it, a batch without one speeds it up again."""
+        outcomes: list[Outcome] = []
+        deferring: set[str] = set()
+        fine: set[str] = set()
+        for result in results:
+            row, _sender, recipient, email, provider = prepared.targets[result.key]
+            message_id = message_ids.get(row.id)
+            if provider and pacing.is_block(result.code, result.text):
+                until = utcnow() + pacing.BLOCK_FOR
+                outcomes.append(
+                    Outcome(row, "blocked", result.detail, message_id, email, provider, until=until)
+                )
+                continue
+            deferred = pacing.is_deferral(result.code)
+            if provider:
+                (deferring if deferred else fine).add(pacing.key_of(provider, recipient))
+            state = (
+                "sent"
+                if result.sent
+                else "bounced"
+                if result.bounced
+                else "failed"
+                if result.failed
+                else "retry"
+            )
+            outcomes.append(
+                Outcome(row, state, result.detail, message_id, email, provider, deferred)
+            )
+        for provider in deferring:
+            self.pacer.deferred(provider)
+        for provider in fine - deferring:
+            self.pacer.went_well(provider)
+        return outcomes
 
     async def build(self, jobs: list[Job], in_thread: bool = False) -> list[Built]:
         if not jobs:
@@ -352,6 +431,13 @@ class SendEngine:
         async with db.session(write=False) as session:
             facts = await _Facts.read(session, rows, settings.resolved_secret_key)
         now = utcnow()
+        # With a relay, each recipient's mailbox provider (MX lookups with no connection held).
+        providers = (
+            await self.providers.of_domains(facts.recipient_domains(rows))
+            if (settings.smtp_url)
+            else {}
+        )
+        held: dict[str, int] = defaultdict(int)  # provider -> this batch's rows held for it
         groups: dict[tuple[Any, ...], Job] = {}
         for row in rows:
             contact = facts.contacts.get(row.contact_id or "")
@@ -380,6 +466,12 @@ class SendEngine:
             except addresses.Unwritable as problem:
                 prepared.done.append(Outcome(row, "failed", f"{email}: {problem}", email=email))
                 continue
+            provider = providers.get(to.rpartition("@")[2].lower()) if providers else None
+            if provider is not None:
+                wait = self._wait_for(facts, row, provider, to, held, now)
+                if wait is not None:
+                    prepared.done.append(wait)
+                    continue
             links = addresses.link_base(settings, domain, row.kind)
             recipient = recipient_for(
                 settings,
@@ -411,8 +503,42 @@ class SendEngine:
                 prepared.jobs.append(job)
             job.recipients.append(recipient)
             envelope = addresses.return_path(settings, row.id, from_email, domain is not None)
-            prepared.targets[row.id] = (row, envelope, to, email)
+            prepared.targets[row.id] = (row, envelope, to, email, provider)
         return prepared
+
+    def _wait_for(
+        self,
+        facts: _Facts,
+        row: Claimed,
+        provider: str,
+        to: str,
+        held: dict[str, int],
+        now: datetime,
+    ) -> Outcome | None:
+        """Why the row waits instead of going to `provider` now (its block of the workspace,
+        or the provider's pace), or None: it goes."""
+        blocked = facts.blocked_until(row.workspace_id, provider, now)
+        if blocked is not None:
+            return Outcome(
+                row,
+                "held",
+                f"{provider} refused this workspace's mail for policy: waits until "
+                f"{blocked:%H:%M} UTC",
+                provider=provider,
+                until=blocked,
+            )
+        key = pacing.key_of(provider, to)
+        if self.pacer.take(key):
+            return None
+        seconds = self.pacer.wait(key, held[key])
+        held[key] += 1
+        return Outcome(
+            row,
+            "held",
+            f"{provider} is paced after deferrals: tried again in {seconds:.0f} s",
+            provider=provider,
+            until=now + timedelta(seconds=seconds),
+        )
 
 
 def _log_outcomes(done: list[Outcome]) -> None:
@@ -452,6 +578,8 @@ class _Facts:
     campaigns: dict[str, Campaign]
     domains: dict[tuple[str, str], SendingDomain]
     workspace_names: dict[str, str]
+    # workspace id -> provider -> {"until": ISO time, ...} (sending.service.block_provider)
+    provider_blocks: dict[str, dict[str, Any]]
 
     @classmethod
     async def read(cls, session: Any, rows: list[Claimed], secret: str) -> _Facts:
@@ -518,7 +646,42 @@ class _Facts:
                 ).all()
             }
             blocked = {row_id for row_id, pair in system.items() if pair in hard}
-        return cls(contacts, suppressed, blocked, campaigns, domains, names)
+        provider_blocks = {
+            workspace_id: blocks
+            for workspace_id, blocks in (
+                await session.execute(
+                    select(SendingSettings.workspace_id, SendingSettings.provider_blocks).where(
+                        SendingSettings.workspace_id.in_(workspaces),
+                        SendingSettings.provider_blocks.is_not(None),
+                    )
+                )
+            ).all()
+            if blocks
+        }
+        return cls(contacts, suppressed, blocked, campaigns, domains, names, provider_blocks)
+
+    def recipient_domains(self, rows: list[Claimed]) -> set[str]:
+        """The wire-form domains the rows go to (for their mailbox providers)."""
+        found: set[str] = set()
+        for row in rows:
+            contact = self.contacts.get(row.contact_id or "")
+            email = contact.email if contact is not None else row.email
+            try:
+                found.add(addresses.wire_domain(email_domain(email)).lower())
+            except (addresses.Unwritable, ValueError):
+                continue
+        return found
+
+    def blocked_until(self, workspace_id: str, provider: str, now: datetime) -> datetime | None:
+        """When `provider`'s block of the workspace ends, if it is blocked now."""
+        found = (self.provider_blocks.get(workspace_id) or {}).get(provider)
+        if not found:
+            return None
+        try:
+            until = datetime.fromisoformat(str(found.get("until")))
+        except ValueError:
+            return None
+        return until if until > now else None
 
     def why_skip(self, row: Claimed, contact: Contact | None) -> str | None:
         """A message is only for a contact who is still there, subscribed and not suppressed;

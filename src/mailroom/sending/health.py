@@ -10,14 +10,16 @@ only the operator lifts. No decision before `health_min_messages` messages.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, case, exists, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.models import DeliveryReport, SendingSettings, SendLog
+from mailroom.settings import Settings
 
 WINDOW_DAYS = 7
 WINDOW_MESSAGES = 2000
@@ -29,9 +31,16 @@ COUNTED = ("campaign", "transactional", "automation")
 async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     """`{bounce_rate, complaint_rate, messages_in_window}`, rates from 0 to 1 (unrounded:
     the thresholds are judged on them, and pages round for show)."""
+    return await rates_of(ctx.session, ctx.workspace_id, row.resumed_at)
+
+
+async def rates_of(
+    session: AsyncSession, workspace_id: str, resumed_at: datetime | None
+) -> dict[str, Any]:
+    """`rates` of a workspace by id (the engine's claim has no Context)."""
     since = utcnow() - timedelta(days=WINDOW_DAYS)
-    if row.resumed_at is not None and row.resumed_at > since:
-        since = row.resumed_at
+    if resumed_at is not None and resumed_at > since:
+        since = resumed_at
     # Accepted by the relay, or refused by the recipient's server at RCPT (a hard bounce the
     # relay never took): both are messages this workspace sent.
     at = func.coalesce(SendLog.sent_at, SendLog.bounced_at)
@@ -44,7 +53,7 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
             SendLog.complained_at,
         )
         .where(
-            SendLog.workspace_id == ctx.workspace_id,
+            SendLog.workspace_id == workspace_id,
             SendLog.kind.in_(COUNTED),
             at.is_not(None),
             at >= since,
@@ -68,7 +77,7 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
                 DeliveryReport.kind.in_(kinds),
                 DeliveryReport.signed.is_(True),
                 DeliveryReport.send_log_id == recent.c.id,
-                DeliveryReport.workspace_id == ctx.workspace_id,
+                DeliveryReport.workspace_id == workspace_id,
             ),
         )
 
@@ -79,7 +88,7 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
     )
     complaint = and_(recent.c.complained_at.is_not(None), signed("complaint"))
     total, bounced, complained = (
-        await ctx.session.execute(
+        await session.execute(
             select(
                 func.count(),
                 func.count(case((bounce, 1))),
@@ -93,6 +102,16 @@ async def rates(ctx: Context, row: SendingSettings) -> dict[str, Any]:
         "complaint_rate": int(complained or 0) / total if total else 0.0,
         "messages_in_window": total,
     }
+
+
+def healthy(settings: Settings, found: dict[str, Any]) -> bool:
+    """Bounces and complaints under the warning levels (or too few messages to judge)."""
+    if found["messages_in_window"] < settings.health_min_messages:
+        return True
+    return (
+        found["bounce_rate"] <= settings.health_warn_bounce_rate
+        and found["complaint_rate"] <= settings.health_warn_complaint_rate
+    )
 
 
 def shown(found: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from mailroom.core.context import Context
 from mailroom.db import chunks
 from mailroom.events import service as events
 from mailroom.models import Campaign, Contact, SendLog
-from mailroom.sending import limits
+from mailroom.sending import limits, warmup
 from mailroom.sending import service as sending
 from mailroom.settings import Settings
 from mailroom.suppressions import service as suppressions
@@ -49,15 +49,25 @@ class Claimed:
     created_at: datetime
     request_id: str | None = None  # the request that queued it: on its log lines
     variant_id: str | None = None  # an A/B test's variant (campaigns.ab_test)
+    # The sending domain whose warm-up allowance counted it, and that UTC day (given back
+    # when the message does not go out).
+    warmup_domain: str | None = None
+    warmup_day: str | None = None
 
 
 @dataclass(frozen=True)
 class Outcome:
     row: Claimed
-    state: str  # sent | retry | failed | skipped | bounced
+    # sent | retry | failed | skipped | bounced, or, never a failure of the message:
+    # held (not tried: its provider is resting or paced; due again at `until`) and
+    # blocked (its provider refused the workspace's mail for policy; due at `until`)
+    state: str
     detail: str = ""  # the relay's answer or why
     message_id: str | None = None
     email: str | None = None  # the address it went to, when it changed since queueing
+    provider: str | None = None  # the recipient's mailbox provider (sending.providers)
+    deferred: bool = False  # the answer was a deferral ("try later"), counted per provider
+    until: datetime | None = None  # held or blocked: when it is due again
 
 
 def retry_at(row: Claimed, now: datetime) -> datetime | None:
@@ -82,6 +92,10 @@ _FINAL = (
         error=bindparam("r_error"),
         sent_at=bindparam("r_sent_at"),
         bounced_at=bindparam("r_bounced_at"),
+        provider=func.coalesce(
+            bindparam("r_provider", type_=_TABLE.c.provider.type), _TABLE.c.provider
+        ),
+        deferrals=_TABLE.c.deferrals + bindparam("r_deferred"),
         updated_at=bindparam("r_now"),
         locked_until=None,
         locked_by=None,
@@ -92,11 +106,14 @@ _FINAL = (
 def _params(outcome: Outcome, now: datetime) -> dict[str, Any]:
     row = outcome.row
     status = outcome.state
-    attempts = row.attempts + (0 if status == "skipped" else 1)
+    attempts = row.attempts + (0 if status in ("skipped", "held") else 1)
     run_at = now
     if status == "retry":
         when = retry_at(row, now)
         status, run_at = ("pending", when) if when is not None else ("failed", now)
+    elif status in ("held", "blocked"):
+        given_up = status == "blocked" and now - row.created_at >= GIVE_UP_AFTER
+        status, run_at = ("failed", now) if given_up else ("pending", outcome.until or now)
     sent = outcome.state in ("sent", "bounced")
     return {
         "r_id": row.id,
@@ -109,6 +126,8 @@ def _params(outcome: Outcome, now: datetime) -> dict[str, Any]:
         "r_error": None if outcome.state == "sent" else outcome.detail[:500] or None,
         "r_sent_at": now if outcome.state == "sent" else None,
         "r_bounced_at": now if outcome.state == "bounced" else None,
+        "r_provider": outcome.provider,
+        "r_deferred": 1 if outcome.deferred else 0,
         "r_now": now,
     }
 
@@ -253,6 +272,18 @@ async def record(session: AsyncSession, settings: Settings, outcomes: list[Outco
             returned[(outcome.row.account_id, limits.month_period(outcome.row.created_at))] += 1
     await limits.count_sent(session, sent, now)
     await limits.give_back(session, returned)
+    unsent = [
+        o.row
+        for o in outcomes
+        if o.row.warmup_domain and o.row.warmup_day and o.state not in ("sent", "bounced")
+    ]
+    if unsent:
+        await warmup.give_back(
+            session,
+            Counter((r.warmup_domain or "", r.warmup_day or "") for r in unsent),
+            {r.campaign_id for r in unsent if r.campaign_id},
+            now,
+        )
 
     contexts = Contexts(session, settings)
     for outcome in outcomes:
@@ -265,6 +296,13 @@ async def record(session: AsyncSession, settings: Settings, outcomes: list[Outco
             await hard_bounce(await contexts(outcome.row.workspace_id), outcome)
     for workspace_id in sorted({o.row.workspace_id for o in outcomes if o.state == "bounced"}):
         await sending.check_health(await contexts(workspace_id))
+    blocks = {(o.row.workspace_id, o.provider): o for o in outcomes if o.state == "blocked"}
+    for (workspace_id, provider), outcome in sorted(
+        blocks.items(), key=lambda b: (b[0][0], b[0][1] or "")
+    ):
+        if provider and outcome.until:
+            ctx = await contexts(workspace_id)
+            await sending.block_provider(ctx, provider, outcome.detail, outcome.until)
     for campaign_id, workspace_id in sorted(
         {(o.row.campaign_id, o.row.workspace_id) for o in outcomes if o.row.campaign_id}
     ):

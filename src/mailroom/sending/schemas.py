@@ -11,6 +11,12 @@ from mailroom.templates.schemas import MERGE_TAGS
 EMAIL = text(254, min_length=3, format="email")
 
 
+class ProviderBlockOut(BaseModel):
+    provider: str = Field(description="google, microsoft, yahoo, apple, or an MX host.")
+    until: datetime = Field(description="When its mail is tried again.")
+    reason: str = Field(description="What the provider answered.")
+
+
 class SendingOut(BaseModel):
     from_email: str
     from_name: str
@@ -34,6 +40,11 @@ class SendingOut(BaseModel):
     sent_this_month: int = Field(
         description="Messages counted this month (queued or sent; skipped and failed ones are "
         "given back), pooled over the account's workspaces."
+    )
+    provider_blocks: list[ProviderBlockOut] = Field(
+        default_factory=list,
+        description="Mailbox providers that refused this workspace's mail for policy (spam, "
+        "reputation): their mail waits until `until`, the others' goes on.",
     )
 
 

@@ -104,7 +104,52 @@ async def describe(ctx: Context, row: SendingSettings | None = None) -> dict[str
         "sent_this_hour": await limits.sent_this_hour(ctx.session, account, now),
         "monthly_allowance": plan.emails_per_month,
         "sent_this_month": await limits.used_this_month(ctx.session, account, now),
+        "provider_blocks": blocks_of(row, now),
     }
+
+
+def blocks_of(row: SendingSettings, now: datetime) -> list[dict[str, Any]]:
+    """The mailbox providers whose mail waits now because they blocked the workspace's."""
+    out = []
+    for provider, found in sorted((row.provider_blocks or {}).items()):
+        until = datetime.fromisoformat(str(found.get("until")))
+        if until > now:
+            out.append({"provider": provider, "until": until, "reason": found.get("reason", "")})
+    return out
+
+
+async def block_provider(ctx: Context, provider: str, reason: str, until: datetime) -> None:
+    """`provider` refused the workspace's mail for policy (spam, reputation): its mail waits
+    until `until`, the others go on. `workspace.health_warning` (reason `provider_blocked`)
+    when it was not already blocked in the last day."""
+    row = await settings_of(ctx, for_update=True)
+    now = utcnow()
+    blocks = dict(row.provider_blocks or {})
+    before = blocks.get(provider) or {}
+    warned = before.get("warned_at")
+    warn = not warned or now - datetime.fromisoformat(str(warned)) >= health.WARN_EVERY
+    blocks[provider] = {
+        "until": until.isoformat(),
+        "reason": reason[:300],
+        "warned_at": now.isoformat() if warn else warned,
+    }
+    row.provider_blocks = blocks
+    row.updated_at = now
+    if not warn:
+        return
+    name = await workspace_name(ctx)
+    await events.emit(
+        ctx,
+        "workspace.health_warning",
+        {
+            "workspace": {"id": ctx.workspace_id, "name": name},
+            "reason": "provider_blocked",
+            "provider": provider,
+            "response": reason[:300],
+            "paused_until": events.iso(until),
+            "at": events.iso(now),
+        },
+    )
 
 
 def clean_address(name: str, value: Any, *, required: bool = False) -> str:

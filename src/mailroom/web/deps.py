@@ -55,6 +55,12 @@ def set_audit_target(request: Request, target_id: str | None) -> None:
     request.state.audit_target = target_id
 
 
+def set_audit_operation(request: Request, operation: str) -> None:
+    """Audit the write under `operation` rather than the route's name, when one route does
+    something worth telling apart (e.g. `skip_warmup` through PATCH /domains/{id})."""
+    request.state.audit_operation = operation
+
+
 def set_status(request: Request, response: Response, status: int) -> None:
     """Answer `status` instead of the route's usual one (e.g. 202 for a request held for
     approval), and audit the write under it."""
@@ -98,7 +104,8 @@ async def unit_of_work(request: Request) -> AsyncIterator[AsyncSession]:
             session.add(
                 audit_service.new_entry(
                     principal,
-                    operation=operation_of(request.scope),
+                    operation=getattr(request.state, "audit_operation", None)
+                    or operation_of(request.scope),
                     method=request.method,
                     path=request.url.path,
                     target_id=_audit_target(request),

@@ -37,6 +37,7 @@ from mailroom.core import multiprocess
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.db import HEARTBEAT_SECONDS, Database, due_work_models
+from mailroom.domains import dmarc
 from mailroom.domains import service as domains_service
 from mailroom.ecommerce import abandon as ecommerce_abandon
 from mailroom.ecommerce import deliveries as store_deliveries
@@ -118,6 +119,7 @@ async def _prune_sending(ctx: WorkerContext) -> int:
     async with ctx.db.transaction() as session:
         await idempotency.prune(session)
         await send_limits.prune(session, utcnow())
+        await dmarc.prune(session, utcnow())
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import zipfile
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 
 import aiosmtplib
@@ -15,6 +16,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from mailroom.core.clock import utcnow
+from mailroom.domains import dmarc
 from mailroom.models import DmarcRecord, DmarcReport, SendingDomain
 from tests.bounces.conftest import bounce_listener  # noqa: F401 (fixture)
 from tests.domains.conftest import BOUNCE_HOST, add_domain
@@ -219,3 +221,64 @@ async def test_the_window_is_checked(client, ws, domain_settings, days):
     )
     assert answer.status_code == 400
     assert "days" in answer.json()["error"]
+
+
+async def test_an_organisational_report_counts_each_subdomains_rows_for_it(
+    client,
+    db,
+    ws,
+    domain_settings,
+    bounce_listener,  # noqa: F811
+):
+    # The DMARC record is published at acme-mail.com only: Google reports about it, each row
+    # naming the From domain it saw (the sending subdomain, the organisation, a stranger).
+    domain = await _verified(client, db, ws, DOMAIN)
+
+    def row(ip: str, count: int, header_from: str) -> str:
+        return _record(ip, count, "pass", "pass").replace(
+            f"<header_from>{DOMAIN}</header_from>", f"<header_from>{header_from}</header_from>"
+        )
+
+    mail = google_mail(
+        "5551212",
+        [
+            row(MAILROOM_IP, 12, DOMAIN),
+            row(FORGER_IP, 4, "acme-mail.com"),
+            row(FORGER_IP, 2, "unrelated.example"),
+        ],
+        domain="acme-mail.com",
+    )
+    await _deliver(bounce_listener, mail)
+    found = await ok(
+        await client.get(f"/api/v1/domains/{domain['id']}/dmarc?days=400", headers=ws.headers)
+    )
+    assert [(r["source_ip"], r["count"]) for r in found["reports"]] == [(MAILROOM_IP, 12)]
+    assert await _stored(db) == (1, 1)
+
+    # The organisational domain, once verified, gets its own rows (and the stranger's,
+    # which it was the report's to tell), not the subdomain's.
+    org = await _verified(client, db, ws, "acme-mail.com")
+    await _deliver(bounce_listener, mail.replace(b"5551212", b"5551213"))
+    found = await ok(
+        await client.get(f"/api/v1/domains/{org['id']}/dmarc?days=400", headers=ws.headers)
+    )
+    assert [(r["source_ip"], r["count"]) for r in found["reports"]] == [(FORGER_IP, 6)]
+
+
+async def test_reports_older_than_the_longest_period_shown_are_pruned(
+    client,
+    db,
+    ws,
+    domain_settings,
+    bounce_listener,  # noqa: F811
+):
+    await _verified(client, db, ws, DOMAIN)
+    await _deliver(bounce_listener, google_mail("77", [_record(MAILROOM_IP, 5, "pass", "pass")]))
+    assert await _stored(db) == (1, 1)
+    begin = datetime.fromtimestamp(DAY_BEGIN, UTC)
+    async with db.transaction() as session:
+        assert await dmarc.prune(session, begin + timedelta(days=dmarc.MAX_DAYS)) == 0
+    assert await _stored(db) == (1, 1)
+    async with db.transaction() as session:
+        assert await dmarc.prune(session, begin + timedelta(days=dmarc.MAX_DAYS + 2)) == 1
+    assert await _stored(db) == (0, 0)

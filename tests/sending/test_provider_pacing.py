@@ -18,6 +18,7 @@ from mailroom.models import Contact, SendLog
 from mailroom.sending import engine, health, outcomes, pacing
 from mailroom.sending import service as sending_service
 from mailroom.sending.providers import of_mx_host
+from tests.dashboard.helpers import signed_in
 from tests.dns_server import DnsServer
 from tests.reliability.campaign_run import send_status
 from tests.sending import helpers
@@ -120,14 +121,17 @@ def test_mx_hosts_name_their_provider() -> None:
 
 
 async def test_a_deferring_provider_waits_while_the_others_finish_none_lost(
+    app: Any,
     client: Any,
     db: Any,
+    settings: Any,
     ws: Any,
     answers: tuple[Answers, Sink],
     driver: SendDriver,
     monkeypatch: Any,
 ) -> None:
     said, sink = answers
+    person = await signed_in(app, db, settings, ws, "ada@shop.example")
     clock = Clock(monkeypatch, NOW)
     for domain in ("gmail.com", "corpmail.io"):
         said.by_domain[domain] = "421 4.7.0 Try again later, closing connection"
@@ -173,17 +177,25 @@ async def test_a_deferring_provider_waits_while_the_others_finish_none_lost(
     assert (report["google"]["sent"], report["google"]["deferred"]) == (50, 100)
     campaign = await ok(await client.get(f"/api/v1/campaigns/{campaign_id}", headers=ws.headers))
     assert campaign["campaign"]["status"] == "sent"
+    # The campaign page shows the same per provider.
+    page = await person.get(f"/app/campaigns/{campaign_id}")
+    assert page.status_code == 200 and "Mailbox providers" in page.text
+    row = page.text.split('<td data-label="Provider">Google (Gmail)</td>', 1)[1].split("</tr>")[0]
+    assert '<td data-label="Sent">50</td><td data-label="Deferred">100</td>' in row
 
 
 async def test_a_policy_block_pauses_that_provider_for_the_workspace(
+    app: Any,
     client: Any,
     db: Any,
+    settings: Any,
     ws: Any,
     answers: tuple[Answers, Sink],
     driver: SendDriver,
     monkeypatch: Any,
 ) -> None:
     said, sink = answers
+    person = await signed_in(app, db, settings, ws, "ada@shop.example")
     clock = Clock(monkeypatch, NOW)
     said.by_domain["outlook.com"] = "550 5.7.1 Message rejected as spam by content filter policy"
     campaign_id = await campaign_to(client, db, ws, OTHERS)
@@ -210,6 +222,9 @@ async def test_a_policy_block_pauses_that_provider_for_the_workspace(
     assert len(warnings) == 1
     data = warnings[0].data
     assert (data["reason"], data["provider"]) == ("provider_blocked", "microsoft")
+    page = await person.get("/settings/sending")
+    assert "<strong>microsoft</strong> refused this workspace's mail for policy" in page.text
+    assert "waits until 2026-03-02 10:30 UTC" in page.text
 
     # Within the hour nothing more is tried at Microsoft, even when due.
     tried = len(sink.received)

@@ -287,6 +287,15 @@ async def save_campaign(request: Request) -> Response:
     return await as_visitor(request, work)
 
 
+PROVIDER_LABELS = {
+    "google": "Google (Gmail)",
+    "microsoft": "Microsoft (Outlook)",
+    "yahoo": "Yahoo and AOL",
+    "apple": "Apple (iCloud)",
+    "other": "Others (no MX known)",
+}
+
+
 async def _report_page(visitor: Visitor, ctx: Context, stored: Campaign, page: int) -> Response:
     counts, found = await report.report_of(ctx, stored)
     campaign = campaigns.as_dict(stored, counts)
@@ -305,6 +314,7 @@ async def _report_page(visitor: Visitor, ctx: Context, stored: Campaign, page: i
         finished=when(campaign["finished_at"]),
         report=found,
         ab=ab_test_pages.report(campaign, found),
+        provider_labels=PROVIDER_LABELS,
         revenue=money_text(found["revenue"]) if found["revenue"]["currency"] else None,
         rates={k: f"{v * 100:.1f} %" for k, v in found["rates"].items()},
         progress=progress,

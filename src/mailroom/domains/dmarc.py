@@ -2,7 +2,8 @@
 address a domain's DMARC record names. Mailroom asks for `dmarc@<return-path domain>` (see
 `dns.expected_records`); the inbound listener hands such mail here.
 
-Each report is about one domain (`policy_published/domain`): it is stored for every verified
+Each report is about one domain (`policy_published/domain`), its rows each about the domain
+of their `header_from` (that domain or a subdomain of it): it is stored for every verified
 sending domain of that name once per (reporter, report id), so a report sent again counts
 once. Verified only: anyone may add a domain, only its owner can publish its DKIM key, and a
 report says who sends as the domain (which must not reach a workspace that merely typed it). Its rows say, per source IP, how many messages came and how
@@ -18,16 +19,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.ids import new_id
 from mailroom.db import Database
-from mailroom.domains.dmarc_parse import AggregateReport, reports_in_mail
+from mailroom.domains.dmarc_parse import AggregateReport, DmarcRow, reports_in_mail
 from mailroom.models import DmarcRecord, DmarcReport, SendingDomain
 
 log = logging.getLogger("mailroom.dmarc")
@@ -61,15 +63,33 @@ def _one_at_a_time(data: bytes) -> list[AggregateReport]:
         return reports_in_mail(data)
 
 
+def _about(report: AggregateReport) -> dict[str, list[DmarcRow]]:
+    """The report's rows per domain they are about: a row's `header_from` (a subdomain that
+    sends, when the DMARC record is published only at the organisational domain), or the
+    report's domain. A header_from outside the report's domain is not the report's to tell."""
+    rows: dict[str, list[DmarcRow]] = {report.domain: []}
+    for row in report.rows:
+        name = row.header_from.rstrip(".") or report.domain
+        if name != report.domain and not name.endswith("." + report.domain):
+            name = report.domain
+        rows.setdefault(name, []).append(row)
+    return rows
+
+
 async def store(db: Database, report: AggregateReport) -> str:
+    by_domain = _about(report)
     async with db.transaction() as session:
-        domains = (
+        found = (
             await session.execute(
-                select(SendingDomain.id, SendingDomain.workspace_id).where(
-                    SendingDomain.domain == report.domain, SendingDomain.status == "verified"
+                select(SendingDomain.id, SendingDomain.workspace_id, SendingDomain.domain).where(
+                    SendingDomain.domain.in_(sorted(by_domain)),
+                    SendingDomain.status == "verified",
                 )
             )
         ).all()
+        # A subdomain gets the report only with rows of its own.
+        domains = [(d, w) for d, w, name in found if by_domain[name] or name == report.domain]
+        rows_for = {d: by_domain[name] for d, _w, name in found}
         if not domains:
             log.info(
                 "DMARC report from %s about %s: no such verified sending domain",
@@ -122,7 +142,7 @@ async def store(db: Database, report: AggregateReport) -> str:
                     "dmarc_pass": row.count if row.spf_aligned_pass or row.dkim_aligned_pass else 0,
                     "disposition": row.disposition[:16],
                 }
-                for row in report.rows
+                for row in rows_for[domain_id]
             ]
             if rows:
                 await session.execute(insert(DmarcRecord), rows)
@@ -203,3 +223,12 @@ async def summary_of(ctx: Context, domain_id: str, days: int) -> dict[str, Any]:
         "dmarc_pass_rate": rate(3),
         "unknown_sources": sum(1 for row in per_source if not int(row[2] or 0)),
     }
+
+
+async def prune(session: AsyncSession, now: datetime) -> int:
+    """Reports are kept for `MAX_DAYS` (the longest period the API and page show); their rows
+    go with them."""
+    old = select(DmarcReport.id).where(DmarcReport.begin_at < now - timedelta(days=MAX_DAYS + 1))
+    await session.execute(delete(DmarcRecord).where(DmarcRecord.report_id.in_(old)))
+    done = await session.execute(delete(DmarcReport).where(DmarcReport.id.in_(old)))
+    return int(getattr(done, "rowcount", 0) or 0)

@@ -78,6 +78,7 @@ MX_SUFFIXES = (
 FOUND_FOR = 24 * 3600.0
 FAILED_FOR = 600.0
 LOOKUPS_AT_ONCE = 16
+LOOKUP_SECONDS = 2.0
 
 
 def of_mx_host(host: str) -> str:
@@ -136,6 +137,9 @@ class Providers:
     async def _mx(self, domain: str) -> tuple[str, float]:
         try:
             resolver = make_resolver(self.settings.dns_nameservers)
+            # Shorter than a domain check's: a batch waits for it (once per domain).
+            resolver.lifetime = LOOKUP_SECONDS
+            resolver.timeout = LOOKUP_SECONDS / 2
             answer = await resolver.resolve(domain, "MX")
         except dns.resolver.NXDOMAIN:
             return "other", FOUND_FOR

@@ -5,6 +5,7 @@ provider would (headers, parts, DKIM against the published record), then what wa
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from email import policy
 from email.parser import BytesParser
@@ -14,6 +15,7 @@ from sqlalchemy import select, update
 
 from mailroom.core.clock import utcnow
 from mailroom.models import ListMember, SendLog, SendMeter
+from mailroom.sending import pacing
 from mailroom.sending.limits import hour_period
 from tests.sending.conftest import verified_domain
 from tests.sending.helpers import (
@@ -203,7 +205,7 @@ async def test_a_refused_recipient_is_a_hard_bounce(client, db, ws, sink, driver
     assert types == ["contact.bounced", "email.bounced"]
 
 
-async def test_a_temporary_refusal_is_retried_later(client, db, ws, sink, driver):
+async def test_a_temporary_refusal_is_retried_later(client, db, ws, sink, driver, monkeypatch):
     await verified_domain(client, db, ws)
     news = await make_list(client, ws)
     [later] = await make_contacts(client, ws, ["defer-1@mail.example"], news)
@@ -221,10 +223,13 @@ async def test_a_temporary_refusal_is_retried_later(client, db, ws, sink, driver
     assert stored.run_at > utcnow() + timedelta(seconds=30)
     assert (await get_campaign(client, ws, campaign["id"]))["status"] == "sending"
 
-    # The relay takes it next time; the retry comes due.
+    # The relay takes it next time; the retry comes due, after the provider's rest (its 451
+    # rested it: pacing per provider) is over too.
     sink.handler.answer = lambda _recipient: None
     async with db.transaction() as session:
         await session.execute(update(SendLog).values(run_at=utcnow()))
+    assert driver.engine.pacer.resting("other:mail.example") > 0
+    monkeypatch.setattr(pacing, "monotonic", lambda: time.monotonic() + 3600)
     await driver.drain()
     assert [r.recipients for r in sink.received] == [["defer-1@mail.example"]]
     assert (await get_campaign(client, ws, campaign["id"]))["status"] == "sent"

@@ -255,10 +255,16 @@ class BulkBody(BaseModel):
                 "type": "array",
                 "minItems": 1,
                 "maxItems": MAX_BULK,
-                "items": {"type": "string", "minLength": 1},
+                # Non-string and empty ids are dropped (the spec's rule), so an item may be
+                # anything; at least one must be an id.
+                "contains": {"type": "string", "minLength": 1},
             }
         ),
-    ] = Field(None, description="Contact ids (either this or filter); unknown ids are ignored.")
+    ] = Field(
+        None,
+        description="Contact ids (either this or filter); unknown ids are ignored, and so are "
+        "items that are not non-empty strings (at least one id is needed).",
+    )
     filter: Annotated[Any, Doc(CONTACT_FILTER)] = Field(
         None, description="The list query's keys; acts on up to 50,000 matching contacts."
     )

@@ -16,7 +16,10 @@ from typing import Any
 
 from mailroom.domains import dns
 from mailroom.models import SendingDomain
-from mailroom.sending.transport import parse_smtp_url  # the engine's own reading of the URL
+from mailroom.sending.transport import (  # the engine's own reading of the URL
+    parse_smtp_url,
+    relay_urls,
+)
 from mailroom.settings import Settings
 
 COMPLAINT_LIMIT = 0.003  # Gmail and Yahoo: stay under 0.3 %
@@ -105,8 +108,19 @@ def _tls(settings: Settings) -> dict[str, Any]:
             False,
             "No relay is configured (MAILROOM_SMTP_URL): mail goes to the outbox folder.",
         )
+    urls = relay_urls(settings.smtp_url)
+    if len(urls) > 1:
+        # Several relays: met when each is (the first not met says why).
+        found = [_tls_of(url) for url in urls]
+        return next((c for c in found if not c["ok"]), None) or _check(
+            "tls_to_relay", True, " ".join(c["detail"] for c in found)
+        )
+    return _tls_of(urls[0] if urls else settings.smtp_url)
+
+
+def _tls_of(url: str) -> dict[str, Any]:
     try:
-        target = parse_smtp_url(settings.smtp_url)
+        target = parse_smtp_url(url)
     except ValueError as problem:
         return _check("tls_to_relay", False, str(problem))
     if target.host in LOOPBACK:

@@ -36,6 +36,7 @@ import dns.nameserver
 import dns.resolver
 import dns.reversename
 
+from mailroom.sending.transport import relay_urls
 from mailroom.settings import Settings
 
 TIMEOUT_SECONDS = 5.0  # per lookup, retries included; the lookups of a check run together
@@ -279,11 +280,19 @@ async def reverse_dns(settings: Settings) -> dict[str, object] | None:
     """`{ok, detail}` for the relay's forward-confirmed reverse DNS (its address's PTR name
     resolves back to it), or None when not known: no relay, a relay on this machine (whose
     outbound address Mailroom cannot see), or DNS that did not answer."""
-    if not settings.smtp_url:
+    hosts = [(urlsplit(url).hostname or "").lower() for url in relay_urls(settings.smtp_url)]
+    found = [await _reverse_of(settings, h) for h in hosts if h and h not in LOOPBACK_HOSTS]
+    known = [f for f in found if f is not None]
+    if not known:
         return None
-    host = (urlsplit(settings.smtp_url).hostname or "").lower()
-    if not host or host in LOOPBACK_HOSTS:
-        return None
+    # Several relays: met when each is (the first not met says why).
+    return next((f for f in known if not f["ok"]), None) or {
+        "ok": True,
+        "detail": " ".join(str(f["detail"]) for f in known),
+    }
+
+
+async def _reverse_of(settings: Settings, host: str) -> dict[str, object] | None:
     try:
         resolver = make_resolver(settings.dns_nameservers)
         try:

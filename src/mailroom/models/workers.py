@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.core.clock import utcnow
-from mailroom.core.dbtypes import UTCDateTime
+from mailroom.core.dbtypes import JSONValue, UTCDateTime
 from mailroom.db import Base
 
 
@@ -31,3 +32,5 @@ class WorkerProcess(Base):
     # "worker" claims and locks due rows; "server" (`serve --no-worker`) only shows that it
     # is running (a restore refuses while anything is) and never holds rows.
     role: Mapped[str] = mapped_column(String(16), default="worker", server_default="worker")
+    # With several SMTP relays: each relay's state as this worker sees it (sending.relays).
+    relays: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONValue, default=None)

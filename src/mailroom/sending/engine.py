@@ -47,6 +47,7 @@ from mailroom.models import (
     Account,
     SendingSettings,
     SendLog,
+    WorkerProcess,
     Workspace,
 )
 from mailroom.sending import addresses, limits, outcomes, pacing, warmup
@@ -56,7 +57,8 @@ from mailroom.sending.messages import outbox_dir, recipient_for, signer_spec
 from mailroom.sending.outcomes import Claimed, Outcome
 from mailroom.sending.pacing import Pacer
 from mailroom.sending.providers import Providers
-from mailroom.sending.transport import Delivery, Result, SmtpPool, Transport, transport_for
+from mailroom.sending.relays import Relays, transport_for
+from mailroom.sending.transport import Delivery, Result, SmtpPool, Transport
 from mailroom.settings import Settings
 
 log = logging.getLogger("mailroom.sending")
@@ -125,6 +127,8 @@ class SendEngine:
         # Pacing per mailbox provider, with a relay only (the outbox has no providers).
         self.providers = Providers(settings)
         self.pacer = Pacer(settings.smtp_connections)
+        self.worker_id = ""
+        self._relays_saved = 0.0
 
     @property
     def transport(self) -> Transport:
@@ -156,6 +160,7 @@ class SendEngine:
         return self._executor
 
     async def tick(self, ctx: WorkerContext) -> int:
+        self.worker_id = ctx.worker_id
         urgent = await self._express(ctx)
         if len(self.tasks) >= LANES:
             await asyncio.wait(self.tasks, timeout=0.05, return_when=asyncio.FIRST_COMPLETED)
@@ -325,6 +330,7 @@ class SendEngine:
             done.extend(self._judge(results, prepared, message_ids))
             async with db.transaction() as session:
                 await outcomes.record(session, self.settings, done)
+                await self._save_relay_states(session)
             for outcome in done:
                 metrics.email_outcome(outcome.row.kind, outcome.state)
             _log_outcomes(done)
@@ -341,7 +347,7 @@ class SendEngine:
         """Over the transport, each paced provider on no more connections than its budget
         (the others, and everyone while no provider is paced, all at once as before)."""
         budgets = {p: self.pacer.connections(p) for p in self.pacer.providers}
-        if not budgets or not isinstance(transport, SmtpPool):
+        if not budgets or not isinstance(transport, SmtpPool | Relays):
             return await transport.send(deliveries)
         groups: dict[str | None, list[Delivery]] = defaultdict(list)
         for delivery in deliveries:
@@ -403,6 +409,22 @@ class SendEngine:
         for provider in fine - deferring:
             self.pacer.went_well(provider)
         return outcomes
+
+    async def _save_relay_states(self, session: Any) -> None:
+        """Several relays: their states in this worker's row, for the Sending page, when one
+        changed or every 10 s (the counts)."""
+        relays = self._transport
+        if not isinstance(relays, Relays) or not self.worker_id:
+            return
+        now = time.monotonic()
+        if not relays.take_changed() and now - self._relays_saved < 10.0:
+            return
+        self._relays_saved = now
+        await session.execute(
+            update(WorkerProcess)
+            .where(WorkerProcess.id == self.worker_id)
+            .values(relays=relays.states())
+        )
 
     async def build(self, jobs: list[Job], in_thread: bool = False) -> list[Built]:
         if not jobs:

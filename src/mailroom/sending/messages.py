@@ -22,8 +22,9 @@ from mailroom.core.ids import new_id
 from mailroom.models import PRIORITY_TRANSACTIONAL, Contact, SendingDomain, SendLog, Workspace
 from mailroom.sending import addresses, limits
 from mailroom.sending.build import Built, Content, Job, Recipient, Sender, SignerSpec, build
+from mailroom.sending.relays import transport_for
 from mailroom.sending.service import verified_domain
-from mailroom.sending.transport import Delivery, transport_for
+from mailroom.sending.transport import Delivery
 from mailroom.settings import Settings
 
 

@@ -2,7 +2,8 @@
 
 `MAILROOM_SMTP_URL` picks: `smtp://user:pass@host:587` (STARTTLS when the server offers it;
 `?starttls=require` insists, `?starttls=never` never tries), `smtps://host:465` (TLS from the
-first byte), `?verify=false` for a relay with a self-signed certificate. Unset: every message
+first byte), `?verify=false` for a relay with a self-signed certificate, `max_connections`,
+`max_per_second` and `weight` per relay; several relays separated by commas (`relays`). Unset: every message
 is written to `<data dir>/outbox/*.eml` (inspectable; `make run` can send at once).
 
 A result is the relay's answer to that one message: 250 sent, 4xx try later, 5xx refused (a
@@ -85,6 +86,26 @@ class SmtpTarget:
     implicit_tls: bool
     starttls: bool | None  # None: when offered
     verify: bool
+    max_connections: int | None = None  # None: MAILROOM_SMTP_CONNECTIONS
+    max_per_second: float | None = None  # None: as fast as it takes them
+    weight: int = 1  # its share of the mail among several relays (sending.relays)
+
+
+def relay_urls(value: str) -> list[str]:
+    """The relays MAILROOM_SMTP_URL lists: one URL, or several separated by commas."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _number(options: dict[str, str], name: str, kind: type, least: float) -> Any:
+    if name not in options:
+        return None
+    try:
+        value = kind(options[name])
+    except ValueError:
+        value = None
+    if value is None or value < least or value != value:
+        raise ValueError(f"MAILROOM_SMTP_URL: {name} must be a number of at least {least:g}")
+    return value
 
 
 def parse_smtp_url(url: str) -> SmtpTarget:
@@ -102,6 +123,9 @@ def parse_smtp_url(url: str) -> SmtpTarget:
         implicit_tls=implicit,
         starttls=False if implicit else starttls,
         verify=options.get("verify", "true") not in ("false", "0", "no"),
+        max_connections=_number(options, "max_connections", int, 1),
+        max_per_second=_number(options, "max_per_second", float, 0.01),
+        weight=_number(options, "weight", int, 1) or 1,
     )
 
 
@@ -123,6 +147,10 @@ class SmtpPool:
         # What this pool added to the open-connections gauge: a process has two pools (bulk
         # and express), so each moves the gauge by its own change rather than setting it.
         self._counted = 0
+        # `max_per_second`: each message waits for its slot (no connection or transaction
+        # is held meanwhile, only the batch).
+        self._interval = 1.0 / self.target.max_per_second if self.target.max_per_second else 0.0
+        self._next_slot = 0.0
 
     def _client(self) -> aiosmtplib.SMTP:
         target = self.target
@@ -142,7 +170,17 @@ class SmtpPool:
             local_hostname=self.helo,
         )
 
+    async def _slot(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        slot = max(now, self._next_slot)
+        self._next_slot = slot + self._interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
     async def _send_one(self, delivery: Delivery) -> Result:
+        if self._interval:
+            await self._slot()
         client = await self._idle.get()
         try:
             if client is None or not client.is_connected:
@@ -338,12 +376,3 @@ class Outbox:
 
     async def close(self) -> None:
         return None
-
-
-def transport_for(
-    smtp_url: str | None, outbox: Path, connections: int, helo: str = "localhost"
-) -> Transport:
-    """The SMTP pool (greeting as `helo`: `Settings.resolved_smtp_helo`), or the outbox."""
-    if smtp_url:
-        return SmtpPool(smtp_url, size=connections, helo=helo)
-    return Outbox(outbox)

@@ -519,12 +519,12 @@ def _loopback_links(settings: Settings, checks: list[Check]) -> list[Check]:
     if not settings.smtp_url or not is_loopback(host):
         return checks
     try:
-        from mailroom.sending.transport import parse_smtp_url
+        from mailroom.sending.transport import parse_smtp_url, relay_urls
 
-        relay_host = parse_smtp_url(settings.smtp_url).host
+        relay_hosts = [parse_smtp_url(url).host for url in relay_urls(settings.smtp_url)]
     except ValueError:
         return checks
-    if is_loopback(relay_host):
+    if all(is_loopback(host) for host in relay_hosts):
         return checks  # a test or a local relay: links to this machine may be right
     return [
         warn(

@@ -32,7 +32,7 @@ HTTP_SECONDS = 5.0
 
 
 async def check_smtp(settings: Settings) -> Check:
-    from mailroom.sending.transport import parse_smtp_url
+    from mailroom.sending.transport import relay_urls
 
     name = "smtp_relay"
     if not settings.smtp_url:
@@ -44,9 +44,25 @@ async def check_smtp(settings: Settings) -> Check:
             "set MAILROOM_SMTP_URL=smtp://user:password@relay.example.net:587 to send for "
             "real (unset is right for trying Mailroom out)",
         )
-    shown = mask_url(settings.smtp_url)
+    urls = relay_urls(settings.smtp_url)
+    if len(urls) > 1:
+        # Several relays: each is checked; the worst answer stands for them all.
+        found = [await _check_relay(settings, url) for url in urls]
+        for status in ("fail", "warn"):
+            worst = next((c for c in found if c.status == status), None)
+            if worst is not None:
+                return worst
+        return ok(name, "; ".join(c.detail for c in found))
+    return await _check_relay(settings, urls[0] if urls else settings.smtp_url)
+
+
+async def _check_relay(settings: Settings, url: str) -> Check:
+    from mailroom.sending.transport import parse_smtp_url
+
+    name = "smtp_relay"
+    shown = mask_url(url)
     try:
-        target = parse_smtp_url(settings.smtp_url)
+        target = parse_smtp_url(url)
     except ValueError as exc:
         return fail(name, f"{shown}: {exc}", "fix MAILROOM_SMTP_URL")
     try:

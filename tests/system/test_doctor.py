@@ -597,3 +597,19 @@ def test_a_password_is_hidden_whatever_it_holds(url, shown):
     # A log line holding the URL hides the same part.
     assert logs.redact(f"relay {url} refused") == f"relay {logs.redact(shown)} refused"
     assert "***" in logs.redact(url) or "***" not in shown
+
+
+async def test_every_relay_of_several_is_checked(settings, tls_relay):
+    good = f"smtp://sender:right%20p%40ss@127.0.0.1:{tls_relay}?starttls=require&verify=false"
+    settings.smtp_url = f"{good},{good}&weight=2"
+    both = await doctor.check_smtp(settings)
+    assert both.status == "ok"
+    assert both.detail.count("AUTH ok as sender") == 2
+    # One relay down: the check fails naming it, whatever the other says.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings.smtp_url = f"{good},smtp://127.0.0.1:{port}"
+    one_down = await doctor.check_smtp(settings)
+    assert one_down.status == "fail"
+    assert f"smtp://127.0.0.1:{port}: could not connect" in one_down.detail

@@ -3,7 +3,9 @@
 1. one endpoint, a 10,000-contact import (10,000 deliveries): deliveries per second, and the
    lag of the last delivery (its event's time to its arrival);
 2. one endpoint again, while API clients write as fast as they can (on SQLite they take the
-   one write lock turn about with the worker): deliveries per second over a window;
+   one write lock turn about with the worker): deliveries per second over a window; then
+   while they create contacts one by one (each a delivery): whether delivery keeps up, and
+   the lag from each event to its arrival, p50/p99;
 3. five endpoints, a 10,000-contact import (50,000 deliveries): deliveries per second and lag;
 4. a steady trickle of events: the delay from event commit to first attempt (p50/p99).
 """
@@ -126,6 +128,41 @@ async def _while_writing(ctx: BenchContext, bench: BenchApp, receiver: httpx.Asy
     await _wait_for(receiver, WRITING_EVENTS, 900)  # the rest, before the next phase
 
 
+async def _while_creating(ctx: BenchContext, bench: BenchApp, receiver: httpx.AsyncClient) -> None:
+    """Deliveries to one endpoint while API clients create contacts one by one (each a
+    `contact.created` event the endpoint takes): does delivery keep up with creation?"""
+    await receiver.post("/reset")
+    created = 0
+    stop = time.monotonic() + WRITING_SECONDS
+
+    async def writer(n: int) -> None:
+        nonlocal created
+        while time.monotonic() < stop:
+            answer = await bench.client.post(
+                "/api/v1/contacts",
+                json={"email": f"created{n}x{created}@bench.io"},
+                headers=bench.headers,
+            )
+            assert answer.status_code == 201, answer.text
+            created += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(writer(n) for n in range(WRITERS)))
+    elapsed = time.monotonic() - started
+    during = (await receiver.get("/stats")).json()
+    stats = await _wait_for(receiver, created, 120)
+    report(
+        f"one endpoint while {WRITERS} API clients create contacts",
+        ctx.backend,
+        seconds=elapsed,
+        creates_per_s=created / elapsed,
+        delivered_during=during["count"],
+        deliveries_per_s=during["count"] / elapsed,
+        p50_lag_s=stats["p50_delay_s"],
+        p99_lag_s=stats["p99_delay_s"],
+    )
+
+
 async def _trickle(ctx: BenchContext, bench: BenchApp, receiver: httpx.AsyncClient) -> None:
     await receiver.post("/reset")
     sent = 0
@@ -176,6 +213,7 @@ async def run(ctx: BenchContext) -> None:
             await asyncio.sleep(2.0)  # let the worker start
             await _burst(ctx, bench, receiver, "one", 1)
             await _while_writing(ctx, bench, receiver)
+            await _while_creating(ctx, bench, receiver)
             for n in range(1, ENDPOINTS):
                 await _hook(bench, port, n)
             await _burst(ctx, bench, receiver, "five", ENDPOINTS)

@@ -257,6 +257,7 @@ class BulkBody(BaseModel):
                 "maxItems": MAX_BULK,
                 # Non-string and empty ids are dropped (the spec's rule), so an item may be
                 # anything; at least one must be an id.
+                "items": {},
                 "contains": {"type": "string", "minLength": 1},
             }
         ),

@@ -137,8 +137,9 @@ STATE_RULES: list[tuple[str, str, str]] = [
     ),
     (
         r"POST /api/v1/send",
-        r"^html_content or text_content is required",
-        "a template_id brings the stored template's content, which may be empty",
+        r"^(html_content or text_content is required|subject is required \(or a template_id "
+        r"with one\))",
+        "a template_id brings the stored template's subject and content, which may be empty",
     ),
     (
         r"POST /api/v1/campaigns/\{id\}/schedule",

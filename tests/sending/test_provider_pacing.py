@@ -23,7 +23,7 @@ from tests.dns_server import DnsServer
 from tests.reliability.campaign_run import send_status
 from tests.sending import helpers
 from tests.sending.conftest import verified_domain
-from tests.sending.helpers import SendDriver, campaign_body, events_of, make_list, ok
+from tests.sending.helpers import SendDriver, campaign_body, events_of, import_audience, ok
 from tests.sending.sink import Sink
 
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
@@ -70,14 +70,8 @@ async def answers(settings: Any) -> AsyncIterator[tuple[Answers, Sink]]:
 
 
 async def campaign_to(client: Any, db: Any, ws: Any, emails: list[str]) -> str:
-    news = await make_list(client, ws)
-    imported = await client.post(
-        "/api/v1/contacts/import",
-        files={"file": ("people.csv", "\n".join(["email", *emails]).encode(), "text/csv")},
-        data={"list_id": news, "check_domains": "false"},
-        headers=ws.headers,
-    )
-    assert (await ok(imported))["imported"] == len(emails)
+    """A sending campaign to `emails` from a verified, established (warm-up skipped) domain."""
+    news = await import_audience(client, ws, emails)
     domain = await verified_domain(client, db, ws)
     await ok(
         await client.patch(

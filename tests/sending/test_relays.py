@@ -17,9 +17,9 @@ from mailroom.sending.transport import Delivery, SmtpPool, parse_smtp_url, relay
 from mailroom.worker import WorkerContext, new_worker_id, register
 from tests.dashboard.helpers import signed_in
 from tests.reliability.campaign_run import send_status
-from tests.sending.conftest import verified_domain
-from tests.sending.helpers import SendDriver, campaign_body, make_list, ok
+from tests.sending.helpers import SendDriver
 from tests.sending.sink import Sink
+from tests.sending.test_provider_pacing import campaign_to
 
 EMAILS = [f"reader{i:03d}@mailtest.io" for i in range(40)]
 
@@ -42,24 +42,6 @@ def test_each_relay_takes_its_own_limits() -> None:
             parse_smtp_url(f"smtp://a.example?{bad}")
     assert isinstance(transport_for(urls[0], None, 8), SmtpPool)  # type: ignore[arg-type]
     assert isinstance(transport_for(",".join(urls), None, 8), Relays)  # type: ignore[arg-type]
-
-
-async def campaign_to(client: Any, db: Any, ws: Any, emails: list[str]) -> str:
-    news = await make_list(client, ws)
-    imported = await client.post(
-        "/api/v1/contacts/import",
-        files={"file": ("people.csv", "\n".join(["email", *emails]).encode(), "text/csv")},
-        data={"list_id": news, "check_domains": "false"},
-        headers=ws.headers,
-    )
-    assert (await ok(imported))["imported"] == len(emails)
-    domain = await verified_domain(client, db, ws)
-    path = f"/api/v1/domains/{domain['id']}"
-    await ok(await client.patch(path, json={"skip_warmup": True}, headers=ws.headers))
-    created = await client.post("/api/v1/campaigns", json=campaign_body(news), headers=ws.headers)
-    campaign_id = str((await ok(created, 201))["campaign"]["id"])
-    await ok(await client.post(f"/api/v1/campaigns/{campaign_id}/send", headers=ws.headers), 202)
-    return campaign_id
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tests.sending.helpers import (
     SendDriver,
     campaign_body,
     get_campaign,
-    make_list,
+    import_audience,
     ok,
     send_campaign,
 )
@@ -36,18 +36,6 @@ class Clock:
         self.now = now
         for module in (actions, engine, health, outcomes, domains_service, helpers):
             monkeypatch.setattr(module, "utcnow", lambda: self.now)
-
-
-async def import_audience(client: Any, ws: Any, emails: list[str]) -> str:
-    news = await make_list(client, ws)
-    imported = await client.post(
-        "/api/v1/contacts/import",
-        files={"file": ("people.csv", "\n".join(["email", *emails]).encode(), "text/csv")},
-        data={"list_id": news, "check_domains": "false"},
-        headers=ws.headers,
-    )
-    assert (await ok(imported))["imported"] == len(emails)
-    return news
 
 
 async def warmup_of(client: Any, ws: Any, domain_id: str) -> dict[str, Any]:

@@ -5,14 +5,11 @@ look-ups run between two transactions, as the API's verify does (no connection h
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from sqlalchemy import select
 
-from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.pagination import PageParams
 from mailroom.dashboard import render
@@ -20,7 +17,6 @@ from mailroom.dashboard.frame import Visitor, as_visitor, audit_write, when
 from mailroom.domains import dmarc
 from mailroom.domains import service as domains
 from mailroom.domains.dns import DMARC_MAILBOX
-from mailroom.models import WorkerProcess
 from mailroom.people import sessions
 from mailroom.sending import service as sending
 from mailroom.sending.transport import parse_smtp_url, relay_urls
@@ -43,7 +39,7 @@ async def _sending_page(visitor: Visitor, ctx: Context, status: int = 200) -> Re
         complaint_rate=f"{state['complaint_rate'] * 100:.2f} %",
         domains=await domains.describe(ctx, rows),
         relay=_relay(ctx.settings.smtp_url),
-        relays=await _relay_states(ctx),
+        relays=await sending.relay_states(ctx),
         check_labels=CHECK_LABELS,
         flashes=sessions.take_flash(visitor.row),
     )
@@ -103,45 +99,6 @@ def _relay(url: str) -> str:
     except ValueError:
         return "an SMTP relay (MAILROOM_SMTP_URL cannot be read: check it)"
     return ", ".join(f"{t.host}:{t.port}" for t in targets)
-
-
-async def _relay_states(ctx: Context) -> list[dict[str, Any]]:
-    """With several relays: each one's state as the running workers last saw it (resting
-    when any worker rests it), with its settings."""
-    urls = relay_urls(ctx.settings.smtp_url)
-    if len(urls) < 2:
-        return []
-    try:
-        targets = [parse_smtp_url(url) for url in urls]
-    except ValueError:
-        return []
-    alive = utcnow() - timedelta(minutes=1)
-    seen = (
-        await ctx.session.scalars(
-            select(WorkerProcess.relays).where(
-                WorkerProcess.heartbeat_at >= alive, WorkerProcess.relays.is_not(None)
-            )
-        )
-    ).all()
-    out = []
-    for target in targets:
-        name = f"{target.host}:{target.port}"
-        states = [s for found in seen for s in (found or []) if s.get("relay") == name]
-        resting = [s for s in states if s.get("state") == "resting"]
-        out.append(
-            {
-                "relay": name,
-                "weight": target.weight,
-                "max_connections": target.max_connections,
-                "max_per_second": target.max_per_second,
-                "state": "resting" if resting else ("ok" if states else "not used yet"),
-                "resting_until": max((s["resting_until"] for s in resting), default=None),
-                "last_error": next((s["last_error"] for s in resting if s.get("last_error")), None),
-                "sent": sum(int(s.get("sent") or 0) for s in states),
-                "failed": sum(int(s.get("failed") or 0) for s in states),
-            }
-        )
-    return out
 
 
 @router.get("/settings/sending")

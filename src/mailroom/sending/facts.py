@@ -21,7 +21,7 @@ from mailroom.models import (
     Suppression,
     Workspace,
 )
-from mailroom.sending import addresses
+from mailroom.sending import addresses, pacing
 from mailroom.sending.build import Content
 from mailroom.sending.outcomes import Claimed
 from mailroom.templates.render import issue_variables
@@ -133,14 +133,7 @@ class Facts:
 
     def blocked_until(self, workspace_id: str, provider: str, now: datetime) -> datetime | None:
         """When `provider`'s block of the workspace ends, if it is blocked now."""
-        found = (self.provider_blocks.get(workspace_id) or {}).get(provider)
-        if not found:
-            return None
-        try:
-            until = datetime.fromisoformat(str(found.get("until")))
-        except ValueError:
-            return None
-        return until if until > now else None
+        return pacing.block_ends(self.provider_blocks.get(workspace_id), provider, now)
 
     def why_skip(self, row: Claimed, contact: Contact | None) -> str | None:
         """A message is only for a contact who is still there, subscribed and not suppressed;

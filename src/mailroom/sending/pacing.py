@@ -21,7 +21,8 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 MIN_RATE = 1.0  # messages a second: a deferring provider is never stopped altogether
 RATE_STEP = 5.0  # messages a second added back per clean batch
@@ -62,6 +63,19 @@ def key_of(provider: str, recipient: str) -> str:
     if provider != "other":
         return provider
     return "other:" + recipient.rpartition("@")[2].lower()
+
+
+def block_ends(blocks: dict[str, Any] | None, provider: str, now: datetime) -> datetime | None:
+    """When `provider`'s block (an entry of `sending_settings.provider_blocks`) ends, if it
+    is blocked now."""
+    found = (blocks or {}).get(provider)
+    if not found:
+        return None
+    try:
+        until = datetime.fromisoformat(str(found.get("until")))
+    except ValueError:
+        return None
+    return until if until > now else None
 
 
 def is_deferral(code: int) -> bool:

@@ -4,7 +4,7 @@ sender address may be used at all (its domain verified, when real SMTP is config
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -15,8 +15,9 @@ from mailroom.core.context import Context
 from mailroom.core.emails import email_domain
 from mailroom.core.errors import ApiError
 from mailroom.events import service as events
-from mailroom.models import SendingDomain, SendingSettings, Workspace
-from mailroom.sending import addresses, health, limits
+from mailroom.models import SendingDomain, SendingSettings, WorkerProcess, Workspace
+from mailroom.sending import addresses, health, limits, pacing
+from mailroom.sending.transport import parse_smtp_url, relay_urls
 
 PAUSED_BY = ("workspace", "operator", "health")
 REASONS = ("workspace", "operator", "bounce_rate", "complaint_rate")
@@ -110,11 +111,14 @@ async def describe(ctx: Context, row: SendingSettings | None = None) -> dict[str
 
 def blocks_of(row: SendingSettings, now: datetime) -> list[dict[str, Any]]:
     """The mailbox providers whose mail waits now because they blocked the workspace's."""
+    blocks = row.provider_blocks or {}
     out = []
-    for provider, found in sorted((row.provider_blocks or {}).items()):
-        until = datetime.fromisoformat(str(found.get("until")))
-        if until > now:
-            out.append({"provider": provider, "until": until, "reason": found.get("reason", "")})
+    for provider in sorted(blocks):
+        until = pacing.block_ends(blocks, provider, now)
+        if until is not None:
+            out.append(
+                {"provider": provider, "until": until, "reason": blocks[provider].get("reason", "")}
+            )
     return out
 
 
@@ -356,3 +360,42 @@ async def check_health(ctx: Context) -> None:
             "at": events.iso(now),
         },
     )
+
+
+async def relay_states(ctx: Context) -> list[dict[str, Any]]:
+    """With several relays: each one's state as the running workers last saw it (resting
+    when any worker rests it), with its settings."""
+    urls = relay_urls(ctx.settings.smtp_url)
+    if len(urls) < 2:
+        return []
+    try:
+        targets = [parse_smtp_url(url) for url in urls]
+    except ValueError:
+        return []
+    alive = utcnow() - timedelta(minutes=1)
+    seen = (
+        await ctx.session.scalars(
+            select(WorkerProcess.relays).where(
+                WorkerProcess.heartbeat_at >= alive, WorkerProcess.relays.is_not(None)
+            )
+        )
+    ).all()
+    out = []
+    for target in targets:
+        name = f"{target.host}:{target.port}"
+        states = [s for found in seen for s in (found or []) if s.get("relay") == name]
+        resting = [s for s in states if s.get("state") == "resting"]
+        out.append(
+            {
+                "relay": name,
+                "weight": target.weight,
+                "max_connections": target.max_connections,
+                "max_per_second": target.max_per_second,
+                "state": "resting" if resting else ("ok" if states else "not used yet"),
+                "resting_until": max((s["resting_until"] for s in resting), default=None),
+                "last_error": next((s["last_error"] for s in resting if s.get("last_error")), None),
+                "sent": sum(int(s.get("sent") or 0) for s in states),
+                "failed": sum(int(s.get("failed") or 0) for s in states),
+            }
+        )
+    return out

@@ -2,6 +2,10 @@
 worker` (default settings: a build process per core, 8 SMTP connections) to an SMTP sink in
 its own process (bench/smtp_sink.py), every message rendered, built and DKIM-signed.
 
+`BENCH_SEND_SINK=postfix`: into a private Postfix instead (tests/postfix.py: Debian's package,
+installed when missing; its smtpd queues each message and hands it to `discard`), the figures
+counted from the send log (a row is `sent` once Postfix said 250); no `/send` probe latency.
+
 Figures: the snapshot (the `send` request: checks + one INSERT ... SELECT), messages per
 second from the request to the last message at the sink, the worker's peak RSS (its own and
 each build process's), and `/send` latency (request to arrival at the sink) p50/p99 for
@@ -17,22 +21,25 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from bench.common import BenchApp, BenchContext, percentiles, report
 from mailroom.accounts import service as accounts_service
 from mailroom.core.clock import utcnow
 from mailroom.domains import dkim
-from mailroom.models import SendingDomain
+from mailroom.models import SendingDomain, SendLog
 from mailroom.sending import mime
 from mailroom.sending.build import Content, Job, Recipient, Sender, SignerSpec, build
 from mailroom.templates.render import compile_cached, merge_context
 
 RECIPIENTS = int(os.environ.get("BENCH_SEND_RECIPIENTS", "50000"))
+SINK = os.environ.get("BENCH_SEND_SINK", "aiosmtpd")  # or "postfix"
 IMPORT_CHUNK = 25_000  # an import takes up to 50,000 rows
 PROBE_EVERY = 0.25  # seconds between transactional probes
 DOMAIN = "shop.example"
@@ -59,6 +66,8 @@ class SinkState:
     count: int = 0
     unique: int = 0
     arrivals: dict[str, float] = field(default_factory=dict)
+    # Postfix: the campaign's sent rows, read from the send log (no stdout to follow)
+    refresh: Callable[[], Awaitable[None]] | None = None
 
 
 def _free_port() -> int:
@@ -153,6 +162,9 @@ def _rss_mb(process: psutil.Process) -> tuple[float, float]:
 
 
 async def run(ctx: BenchContext) -> None:
+    if SINK == "postfix":
+        await _run_into_postfix(ctx)
+        return
     port = _free_port()
     sink = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.smtp_sink", str(port), stdout=asyncio.subprocess.PIPE
@@ -161,48 +173,108 @@ async def run(ctx: BenchContext) -> None:
     assert sink.stdout is not None
     follower = asyncio.create_task(_follow(sink.stdout, state, ready))
     await asyncio.wait_for(ready.wait(), 30)
-    smtp_url = f"smtp://127.0.0.1:{port}?starttls=never"
     try:
-        async with ctx.fresh_app(plan="business") as bench:
-            campaign_id, domain_id, probe_headers = await _prepare(bench)
-            bench.settings.smtp_url = smtp_url  # the API now checks the sender's domain
-            # BENCH_SEND_PROFILE=<file>: the worker runs under cProfile (read with pstats).
-            profile = os.environ.get("BENCH_SEND_PROFILE")
-            command = ["-m", "cProfile", "-o", profile] if profile else []
-            worker = subprocess.Popen(
-                [sys.executable, *command, "-m", "mailroom", "worker"],
-                env={
-                    **os.environ,
-                    "MAILROOM_DATABASE_URL": bench.settings.resolved_database_url,
-                    "MAILROOM_SECRET_KEY": "bench",
-                    "MAILROOM_DATA_DIR": bench.tmp,
-                    "MAILROOM_SMTP_URL": smtp_url,
-                },
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            try:
-                await asyncio.sleep(3.0)  # the worker starts (imports, migrations check)
-                await _campaign(ctx, bench, campaign_id, worker, state, sink.pid, probe_headers)
-            finally:
-                worker.send_signal(signal.SIGTERM)
-                try:
-                    worker.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
-            await _cpu_split(ctx, bench, domain_id)
+        await _run_with(ctx, f"smtp://127.0.0.1:{port}?starttls=never", state, [sink.pid])
     finally:
         sink.terminate()
         await sink.wait()
         follower.cancel()
 
 
-def _cpu_seconds(processes: dict[str, psutil.Process]) -> dict[str, float]:
+async def _run_into_postfix(ctx: BenchContext) -> None:
+    from tests.postfix import Postfix
+
+    reason = Postfix.unavailable()
+    if reason:
+        print(f"[{ctx.backend}] send into Postfix skipped: {reason}")
+        return
+    postfix = Postfix({"*": "discard:"})
+    postfix.start()
+    try:
+        master = _postfix_master(postfix.home)
+        await _run_with(ctx, f"{postfix.url}?starttls=never", SinkState(), [master])
+    finally:
+        postfix.stop()
+
+
+def _postfix_master(home: str | os.PathLike[str]) -> int:
+    pid_file = os.path.join(home, "queue", "pid", "master.pid")
+    for _ in range(100):
+        if os.path.exists(pid_file):
+            return int(Path(pid_file).read_text().split()[0])
+        time.sleep(0.1)
+    raise RuntimeError("postfix did not start")
+
+
+async def _run_with(ctx: BenchContext, smtp_url: str, state: SinkState, sink: list[int]) -> None:
+    async with ctx.fresh_app(plan="business") as bench:
+        campaign_id, domain_id, probe_headers = await _prepare(bench)
+        bench.settings.smtp_url = smtp_url  # the API now checks the sender's domain
+        if SINK == "postfix":
+
+            async def refresh() -> None:
+                async with bench.app.state.db.session() as session:
+                    state.count = state.unique = (
+                        await session.scalar(
+                            select(func.count()).where(
+                                SendLog.campaign_id == campaign_id, SendLog.status == "sent"
+                            )
+                        )
+                        or 0
+                    )
+
+            state.refresh = refresh
+        # BENCH_SEND_PROFILE=<file>: the worker runs under cProfile (read with pstats).
+        profile = os.environ.get("BENCH_SEND_PROFILE")
+        command = ["-m", "cProfile", "-o", profile] if profile else []
+        worker = subprocess.Popen(
+            [sys.executable, *command, "-m", "mailroom", "worker"],
+            env={
+                **os.environ,
+                "MAILROOM_DATABASE_URL": bench.settings.resolved_database_url,
+                "MAILROOM_SECRET_KEY": "bench",
+                "MAILROOM_DATA_DIR": bench.tmp,
+                "MAILROOM_SMTP_URL": smtp_url,
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await asyncio.sleep(3.0)  # the worker starts (imports, migrations check)
+            await _campaign(ctx, bench, campaign_id, worker, state, sink, probe_headers)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        await _cpu_split(ctx, bench, domain_id)
+
+
+def _cpu_by_pid(processes: list[psutil.Process]) -> dict[int, float]:
     found = {}
-    for name, process in processes.items():
-        times = process.cpu_times()
-        found[name] = times.user + times.system
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:  # a Postfix daemon that ended
+            continue
+        found[process.pid] = times.user + times.system
     return found
+
+
+def _groups(worker: psutil.Process, sink: list[int]) -> dict[str, list[psutil.Process]]:
+    """The processes whose CPU is counted, by role: the worker, its build processes, the sink
+    (Postfix: its master and every daemon under it), this process (the API)."""
+    sinks: list[psutil.Process] = []
+    for pid in sink:
+        top = psutil.Process(pid)
+        sinks.extend([top, *top.children(recursive=True)])
+    return {
+        "worker": [worker],
+        "build": worker.children(recursive=True),
+        "sink": sinks,
+        "api": [psutil.Process()],
+    }
 
 
 async def _campaign(
@@ -211,15 +283,12 @@ async def _campaign(
     campaign_id: str,
     worker: Any,
     state: SinkState,
-    sink: int,
+    sink: list[int],
     probe_headers: dict[str, str],
 ) -> None:
     process = psutil.Process(worker.pid)
     peak_own = peak_child = 0.0
-    watched = {"worker": process, "sink": psutil.Process(sink), "api": psutil.Process()}
-    for n, child in enumerate(process.children(recursive=True)):
-        watched[f"build{n}"] = child
-    cpu_before = _cpu_seconds(watched)
+    cpu_before = _cpu_by_pid([p for g in _groups(process, sink).values() for p in g])
     started = time.perf_counter()
     response = await bench.client.post(
         f"/api/v1/campaigns/{campaign_id}/send", headers=bench.headers
@@ -230,6 +299,8 @@ async def _campaign(
     probe = 0
     deadline = time.monotonic() + 1800
     while state.count - len(state.arrivals) < RECIPIENTS and time.monotonic() < deadline:
+        if state.refresh is not None:
+            await state.refresh()
         address = f"tx{probe}@inbox.io"
         sent_at[address] = time.time()
         queued = await bench.client.post(
@@ -244,21 +315,22 @@ async def _campaign(
         await asyncio.sleep(PROBE_EVERY)
     elapsed = time.perf_counter() - started
     campaign_messages = state.count - len(state.arrivals)
-    for n, child in enumerate(process.children(recursive=True)):  # started on first use
-        if child not in watched.values():
-            watched[f"build{n}"] = child
-            cpu_before[f"build{n}"] = 0.0
-    cpu_after = _cpu_seconds(watched)
-    cpu_ms = {
-        f"{name}_cpu_ms_per_msg": (cpu_after[name] - cpu_before[name]) * 1000 / campaign_messages
-        for name in watched
-    }
+    # Processes started meanwhile (build processes on first use, Postfix's daemons) count
+    # from zero; CPU figures are per campaign message.
+    cpu_ms: dict[str, float] = {}
+    for role, members in _groups(process, sink).items():
+        after = _cpu_by_pid(members)
+        spent = sum(after[pid] - cpu_before.get(pid, 0.0) for pid in after)
+        cpu_ms[f"{role}_cpu_ms_per_msg"] = spent * 1000 / campaign_messages
+    cpu_ms["engine_cpu_ms_per_msg"] = (
+        cpu_ms["worker_cpu_ms_per_msg"] + cpu_ms["build_cpu_ms_per_msg"]
+    )
     await asyncio.sleep(2.0)  # the last probes arrive
     latencies = [(state.arrivals[a] - t) * 1000 for a, t in sent_at.items() if a in state.arrivals]
     lat = percentiles(latencies)
     report(
-        f"campaign to {RECIPIENTS:,} (worker: {os.cpu_count()} build processes, 8 SMTP "
-        "connections)",
+        f"campaign to {RECIPIENTS:,} into {SINK} (worker: {os.cpu_count()} build processes, "
+        "8 SMTP connections)",
         ctx.backend,
         snapshot_s=snapshot_s,
         messages=campaign_messages,
@@ -269,6 +341,8 @@ async def _campaign(
         build_process_peak_rss_mb=peak_child,
     )
     report("CPU per campaign message, by process", ctx.backend, **cpu_ms)
+    if SINK == "postfix":
+        return
     report(
         "/send while the campaign runs (request -> at the sink)",
         ctx.backend,

@@ -31,8 +31,9 @@ def _free_port() -> int:
 
 
 class Postfix:
-    def __init__(self, routes: dict[str, int]) -> None:
-        """`routes`: domain -> port on 127.0.0.1 it is relayed to."""
+    def __init__(self, routes: dict[str, int | str]) -> None:
+        """`routes`: domain -> port on 127.0.0.1 it is relayed to, or a transport of Postfix's
+        own (`discard:` for a sink that keeps nothing); `*` is any other domain."""
         self.routes = routes
         self.port = _free_port()
         self.home = Path(tempfile.mkdtemp(prefix="mailroom-postfix-"))
@@ -122,7 +123,12 @@ class Postfix:
         (self.conf / "main.cf").write_text(self._main_cf())
         (self.conf / "master.cf").write_text(self._master_cf())
         (self.conf / "transport").write_text(
-            "".join(f"{domain} smtp:[127.0.0.1]:{port}\n" for domain, port in self.routes.items())
+            "".join(
+                f"{domain} {route}\n"
+                if isinstance(route, str)
+                else f"{domain} smtp:[127.0.0.1]:{route}\n"
+                for domain, route in self.routes.items()
+            )
         )
         self._postfix("check")
         self._postfix("start")

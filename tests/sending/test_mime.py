@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import binascii
 import email
 from datetime import UTC, datetime
 from email import policy
@@ -182,3 +183,24 @@ def test_fold_unfolds_to_the_same_line():
     assert folded.replace("\r\n", "") == line
     assert all(part.strip() for part in folded.split("\r\n"))  # no blank continuation line
     assert mime.fold("Subject: " + "y" * 100) == "Subject: " + "y" * 100  # nowhere to fold
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" \t=.<>aZ3D\n", max_size=600))
+def test_quoted_printable_fast_path_decodes_back_and_keeps_lines_short(text):
+    # Printable ASCII with long lines (minified HTML) takes the fast path: `=` escapes never
+    # cut by a soft break, no line over 76, no trailing space or tab, the same text back.
+    data = text.encode()
+    encoded = mime.quoted_printable(data)
+    lines = encoded.split(b"\r\n")
+    assert all(len(line) <= 76 for line in lines)
+    assert not any(line.endswith((b" ", b"\t")) for line in lines)
+    assert binascii.a2b_qp(encoded.replace(b"\r\n", b"\n")) == data
+
+
+def test_a_minified_html_line_is_soft_broken_and_8bit_text_still_encoded():
+    html = "<p style=\"color:red\">" + "word " * 4000 + "</p>"
+    encoded = mime.quoted_printable(html.encode())
+    assert encoded.count(b"=\r\n") == len(encoded.split(b"\r\n")) - 1
+    assert b"style=3D" in encoded
+    assert mime.quoted_printable("caf\u00e9\n".encode()) == b"caf=C3=A9\r\n"

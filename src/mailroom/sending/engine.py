@@ -71,6 +71,7 @@ JOB_SIZE = 50  # recipients per build job (one process task)
 # their own, so a `/send` leaves within a second while a big campaign fills the other lanes.
 EXPRESS_BATCH = 20
 EXPRESS_CONNECTIONS = 2
+EXPRESS_QUIET = 0.1  # seconds between looks for urgent rows after one found none
 
 
 @dataclass
@@ -129,6 +130,7 @@ class SendEngine:
         self.pacer = Pacer(settings.smtp_connections)
         self.worker_id = ""
         self._relays_saved = 0.0
+        self._express_quiet_until = 0.0
 
     @property
     def transport(self) -> Transport:
@@ -189,8 +191,14 @@ class SendEngine:
         """Start the express lane's next batch (transactional rows only) if it is free."""
         if self.express is not None and not self.express.done():
             return 0
+        now = time.monotonic()
+        if now < self._express_quiet_until:
+            return 0
         rows = await self.claim(ctx.db, ctx.worker_id, urgent_only=True)
         if not rows:
+            # Nothing urgent: look again in a moment, not on every tick (a claim is a write
+            # transaction; while a campaign fills the lanes, ticks come 20 times a second).
+            self._express_quiet_until = now + EXPRESS_QUIET
             return 0
         for row in rows:
             self.in_flight[row.account_id] += 1

@@ -199,7 +199,7 @@ def test_quoted_printable_fast_path_decodes_back_and_keeps_lines_short(text):
 
 
 def test_a_minified_html_line_is_soft_broken_and_8bit_text_still_encoded():
-    html = "<p style=\"color:red\">" + "word " * 4000 + "</p>"
+    html = '<p style="color:red">' + "word " * 4000 + "</p>"
     encoded = mime.quoted_printable(html.encode())
     assert encoded.count(b"=\r\n") == len(encoded.split(b"\r\n")) - 1
     assert b"style=3D" in encoded

@@ -313,9 +313,7 @@ async def _mail(client: aiosmtplib.SMTP, sender: str, options: list[str], encodi
         raise aiosmtplib.SMTPSenderRefused(response.code, response.message, sender)
 
 
-async def _rcpt(
-    client: aiosmtplib.SMTP, recipient: str, options: list[str], encoding: str
-) -> None:
+async def _rcpt(client: aiosmtplib.SMTP, recipient: str, options: list[str], encoding: str) -> None:
     response = await client.execute_command(
         b"RCPT", b"TO:" + _command_address(recipient, encoding), *(o.encode() for o in options)
     )

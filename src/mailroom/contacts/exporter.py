@@ -14,6 +14,8 @@ batch was read is left out.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -22,7 +24,7 @@ from sqlalchemy import ColumnElement, String, literal, literal_column, select, t
 
 from mailroom.contacts.query import ContactFilter, conditions
 from mailroom.core.context import Context
-from mailroom.core.csvsafe import stream_csv
+from mailroom.core.csvsafe import CHUNK_CHARS, FORMULA_STARTS, safe_cell
 from mailroom.core.dbtypes import UTCDateTime
 from mailroom.custom_fields import service as custom_fields
 from mailroom.models import Contact
@@ -52,6 +54,8 @@ BULK_COLUMNS = (
 )
 BATCH = 2000  # rows per read transaction
 ID_SLICE = 1000  # explicit ids per statement (SQLite caps bound parameters)
+WRITE_ROWS = 200  # rows per writerows call: ~40 KB, well under a chunk
+_FORMULA = frozenset(FORMULA_STARTS)
 
 
 def _names(ctx: Context, join_table: str, name_table: str, fk: str) -> str:
@@ -101,10 +105,11 @@ async def _rows(
     columns: Sequence[str],
     keys: list[str],
     limit: int | None = None,
-) -> AsyncIterator[list[Any]]:
-    """Plain tuples, newest first, read `BATCH` at a time: no ORM objects, timestamps already
-    text, custom fields decoded once per row. `ctx.session`'s transaction is ended after each
-    batch, before any of its rows is yielded."""
+) -> AsyncIterator[list[list[str]]]:
+    """Batches of CSV-ready rows, newest first, read `BATCH` at a time: no ORM objects,
+    timestamps already text, custom fields decoded once per row, and every cell made
+    formula-safe (core.csvsafe's rule) in the same pass. `ctx.session`'s transaction is ended
+    after each batch, before any of its rows is yielded."""
     custom = "custom_fields::text" if ctx.dialect == "postgresql" else "custom_fields"
     selected: dict[str, Any] = {
         "email": literal_column("email"),
@@ -132,19 +137,29 @@ async def _rows(
     )
     after: list[ColumnElement[bool]] = []
     remaining = limit
+    width, formula, other = len(columns), _FORMULA, _other_cell
     while remaining is None or remaining > 0:
         size = BATCH if remaining is None else min(BATCH, remaining)
-        batch = (await ctx.session.execute(query.where(*where, *after).limit(size))).all()
+        # Core execution on the session's connection: plain rows, without the ORM's result
+        # processing per row (a third of the export's Python time).
+        connection = await ctx.session.connection()
+        batch = (await connection.execute(query.where(*where, *after).limit(size))).all()
         await ctx.session.rollback()  # the read is over: give the connection back
         if not batch:
             return
+        out: list[list[str]] = []
         for row in batch:
-            values = list(row)
-            raw = values[-3]  # the custom_fields JSON
-            del values[-3:]
-            fields = orjson.loads(raw) if keys and raw else {}
-            values.extend(_cell(fields.get(k)) for k in keys)
-            yield values
+            # Database values are str or None; a leading formula character gets a quote.
+            cells = [("'" + v if v[0] in formula else v) if v else "" for v in row[:width]]
+            if keys:
+                raw = row[width]  # the custom_fields JSON
+                get = orjson.loads(raw).get if raw else {}.get
+                cells += [
+                    ("'" + v if v[0] in formula else v) if type(v) is str and v else other(v)
+                    for v in map(get, keys)
+                ]
+            out.append(cells)
+        yield out
         if len(batch) < size:
             return
         if remaining is not None:
@@ -152,23 +167,46 @@ async def _rows(
         after = [_after(ctx, batch[-1][-2], batch[-1][-1])]
 
 
-def _cell(value: Any) -> str | None:
-    if value is None or type(value) is str:
-        return value
+def _other_cell(value: Any) -> str:
+    """A custom value that is not a non-empty string: None and "" are empty cells, booleans
+    are true/false, numbers their text (formula-safe: -5 is '-5)."""
+    if value is None or value == "":
+        return ""
     if value is True:
         return "true"
     if value is False:
         return "false"
-    return str(value)
+    return safe_cell(str(value))
+
+
+async def _csv(
+    header: Sequence[str], batches: AsyncIterator[list[list[str]]]
+) -> AsyncIterator[str]:
+    """core.csvsafe.stream_csv's output (every cell quoted, CRLF, chunks of about CHUNK_CHARS)
+    for rows made safe already: a few hundred rows per writerows call, no per-row step."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    writer.writerow([safe_cell(c) for c in header])
+
+    def take() -> str:
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        return text
+
+    async for batch in batches:
+        for start in range(0, len(batch), WRITE_ROWS):
+            writer.writerows(batch[start : start + WRITE_ROWS])
+            if buffer.tell() >= CHUNK_CHARS:
+                yield take()
+    yield take()
 
 
 async def export_filtered(ctx: Context, f: ContactFilter) -> AsyncIterator[str]:
     """GET /contacts/export: every contact the filter matches (archived only on request)."""
     keys = await custom_keys(ctx)
     header = [*EXPORT_COLUMNS, *(f"custom.{k}" for k in keys)]
-    async for chunk in stream_csv(
-        header, _rows(ctx, conditions(ctx, f), EXPORT_COLUMNS, keys), text_only=True
-    ):
+    async for chunk in _csv(header, _rows(ctx, conditions(ctx, f), EXPORT_COLUMNS, keys)):
         yield chunk
 
 
@@ -179,18 +217,18 @@ async def export_selected(
     keys = await custom_keys(ctx)
     header = [*BULK_COLUMNS, *(f"custom.{k}" for k in keys)]
 
-    async def rows() -> AsyncIterator[list[Any]]:
+    async def batches() -> AsyncIterator[list[list[str]]]:
         if contact_ids is not None:
             # Each slice of ids is one batch (sorted within itself).
             for start in range(0, len(contact_ids), ID_SLICE):
                 chunk = contact_ids[start : start + ID_SLICE]
                 where = [Contact.workspace_id == ctx.workspace_id, Contact.id.in_(chunk)]
-                async for row in _rows(ctx, where, BULK_COLUMNS, keys):
-                    yield row
+                async for batch in _rows(ctx, where, BULK_COLUMNS, keys):
+                    yield batch
             return
         assert f is not None
-        async for row in _rows(ctx, conditions(ctx, f), BULK_COLUMNS, keys, limit):
-            yield row
+        async for batch in _rows(ctx, conditions(ctx, f), BULK_COLUMNS, keys, limit):
+            yield batch
 
-    async for chunk in stream_csv(header, rows(), text_only=True):
+    async for chunk in _csv(header, batches()):
         yield chunk

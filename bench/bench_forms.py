@@ -2,14 +2,15 @@
 one `uvicorn` server process: a single opt-in phase (each submission a new address that becomes
 a subscribed contact on the form's list), then a shorter double opt-in phase (a new contact,
 unconfirmed, and a confirmation email queued). Afterwards the list's member count, read through
-the API, is checked against the accepted submissions. The aim stated by the product: 200/s with
-p99 under 50 ms on SQLite (reported, not asserted).
+the API, is checked against the accepted submissions. The aim (issue 34): 300/s with p99 under
+50 ms from one process, and at most 3 ms of server CPU a submission (reported, not asserted;
+on a shared machine the CPU figure is the fair one).
 
 The per-IP limit on submissions is lifted in the server's environment
 (MAILROOM_FORM_RATE_PER_MINUTE); the server runs without its in-process worker, so the
 confirmation emails stay queued.
 
-Env: BENCH_FORM_RATE (200), BENCH_FORM_SECONDS (12), BENCH_FORM_DOUBLE_SECONDS (5),
+Env: BENCH_FORM_RATE (300), BENCH_FORM_SECONDS (12), BENCH_FORM_DOUBLE_SECONDS (5),
 BENCH_FORM_PROFILE=<file>: the server runs under pyinstrument, whose report goes there on exit
 (.html, .pyisession to render later with `pyinstrument --load`, else text).
 """
@@ -35,7 +36,7 @@ from bench.common import BenchApp, BenchContext, percentiles, report
 from mailroom.core.ids import new_id
 from mailroom.models import SendLog
 
-AIM_RATE, AIM_P99_MS = 200, 50.0
+AIM_RATE, AIM_P99_MS, AIM_CPU_MS = 300, 50.0, 3.0
 
 
 async def _ok(response: Any, status: int = 200) -> dict[str, Any]:
@@ -169,7 +170,7 @@ async def _total(bench: BenchApp, list_id: str, status: str) -> int:
 
 
 async def run(ctx: BenchContext) -> None:
-    rate = float(os.environ.get("BENCH_FORM_RATE", "200"))
+    rate = float(os.environ.get("BENCH_FORM_RATE", str(AIM_RATE)))
     seconds = float(os.environ.get("BENCH_FORM_SECONDS", "12"))
     double_seconds = float(os.environ.get("BENCH_FORM_DOUBLE_SECONDS", "5"))
     run_tag = new_id()[-8:].lower()  # addresses unique to this run
@@ -244,4 +245,11 @@ async def run(ctx: BenchContext) -> None:
             f"aim {AIM_RATE}/s with p99 < {AIM_P99_MS:.0f} ms (single opt-in)",
             ctx.backend,
             met="yes" if met else "no",
+        )
+        cpu_ms = single["server_cpu_ms_per_submission"]
+        report(
+            f"aim <= {AIM_CPU_MS:.0f} ms of server CPU a submission (single opt-in)",
+            ctx.backend,
+            server_cpu_ms_per_submission=cpu_ms,
+            met="yes" if cpu_ms <= AIM_CPU_MS else "no",
         )

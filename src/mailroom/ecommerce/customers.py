@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from mailroom.contacts.selection import Selection, execute
@@ -57,6 +57,8 @@ async def link(ctx: Context, hashes: list[str]) -> int:
     """Name the contacts now holding these addresses on the orders and carts that carry them
     without a contact yet; returns the rows linked. One UPDATE ... FROM per table (per chunk
     of addresses on SQLite: an import links its thousands at once)."""
+    if len(hashes) == 1 and not await _unlinked(ctx, hashes[0]):
+        return 0  # the usual case (a signup, a new contact): one read instead of two UPDATEs
     linked = 0
     for model in (Order, Cart):
         for chunk in chunks(ctx.session, hashes):
@@ -82,6 +84,32 @@ async def link(ctx: Context, hashes: list[str]) -> int:
                 found = await contacts_by_hash(ctx, set(chunk))
                 await refresh_purchases(ctx, found.values())
     return linked
+
+
+def _unlinked_statement() -> Any:
+    """Built once (it runs for every contact created)."""
+
+    def waiting(model: type[Order] | type[Cart]) -> Any:
+        return (
+            select(model.id)
+            .where(
+                model.workspace_id == bindparam("ws"),
+                model.email_hash == bindparam("digest"),
+                model.contact_id.is_(None),
+            )
+            .exists()
+        )
+
+    return select(waiting(Order) | waiting(Cart))
+
+
+_UNLINKED = _unlinked_statement()
+
+
+async def _unlinked(ctx: Context, digest: str) -> bool:
+    """Whether an order or a cart of the workspace carries this address with no contact."""
+    found = await ctx.session.scalar(_UNLINKED, {"ws": ctx.workspace_id, "digest": digest})
+    return bool(found)
 
 
 async def refresh_purchases(ctx: Context, contact_ids: Iterable[str | None]) -> None:

@@ -33,10 +33,10 @@ from mailroom.core import tokens
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
 from mailroom.core.errors import ApiError
-from mailroom.custom_fields import service as custom_fields
 from mailroom.custom_fields import values as typed
 from mailroom.db import Database
 from mailroom.events import service as events
+from mailroom.forms import loading
 from mailroom.forms import service as forms
 from mailroom.forms.mailing import CONFIRM, send_confirmation
 from mailroom.forms.service import Field
@@ -175,25 +175,20 @@ class Public:
 async def _form(session: Any, settings: Settings, form_id: str) -> tuple[Form, Context] | None:
     """The form an id names (any workspace's: the id is the public address) and a context of
     its workspace, or None."""
-    if not form_id or len(form_id) > 36:
-        return None
-    form = await session.scalar(select(Form).where(Form.id == form_id))
-    if form is None:
-        return None
-    principal = await accounts.principal_for_workspace(session, form.workspace_id)
-    return form, Context(session, principal, settings)
+    found = await loading.load(session, settings, form_id)
+    return (found.form, found.ctx) if found else None
 
 
-async def _public(ctx: Context, form: Form) -> tuple[Public, list[MailingList]]:
-    lists = await _lists(ctx, form.list_ids)
-    fields = forms.shown_fields(form, await custom_fields.registry(ctx))
-    return Public(form, fields, _double(ctx, form, lists)), lists
+def _public(found: loading.Loaded) -> tuple[Public, list[MailingList]]:
+    form, lists = found.form, found.lists
+    fields = forms.shown_fields(form, found.registry)
+    return Public(form, fields, _double(found.ctx, form, lists)), lists
 
 
 async def load_public(db: Database, settings: Settings, form_id: str) -> Public | None:
     async with db.session(write=False) as session:
-        found = await _form(session, settings, form_id)
-        return (await _public(found[1], found[0]))[0] if found else None
+        found = await loading.load(session, settings, form_id)
+        return _public(found)[0] if found else None
 
 
 def _double(ctx: Context, form: Form, lists: list[MailingList]) -> bool:
@@ -232,11 +227,11 @@ async def handle(
     refused, so that guessing costs attempts), the answers checked, then `submit`.
     `choose_language(languages)` picks the page's language among the form's."""
     async with db.transaction() as session:
-        found = await _form(session, settings, form_id)
+        found = await loading.load(session, settings, form_id)
         if found is None:
             return Handled(None)
-        form, ctx = found
-        public, lists = await _public(ctx, form)
+        form, ctx = found.form, found.ctx
+        public, lists = _public(found)
         language = choose_language(form.languages)
         decision = await ratelimits.hit(
             session,
@@ -270,8 +265,7 @@ async def submit(
     ip: str,
     language: str,
 ) -> Accepted:
-    suppression = await suppressions.find(ctx, ctx.hash_email(email))
-    contact = await contacts.find_by_email(ctx, email)
+    suppression, contact = await loading.known(ctx, email)
     if (suppression is not None and suppression.reason in BLOCKED) or (
         contact is not None and contact.status in BLOCKED
     ):
@@ -299,7 +293,8 @@ async def submit(
         await automations.enrol(ctx, "form_submitted", [contact.id], form_id=form.id)
         return Accepted(False)
     if not returning:
-        if contact is None and lists:
+        created = contact is None and bool(lists)
+        if created:
             # A new address is on the lists now, unconfirmed until the email is answered.
             contact = await contacts.create_contact(
                 ctx,
@@ -309,7 +304,7 @@ async def submit(
                 looked_up=True,
             )
         if contact is not None:
-            if not await _join(ctx, form, contact, lists, confirmed=False):
+            if not await _join(ctx, form, contact, lists, confirmed=False, created=created):
                 return Accepted(double)  # confirmed on every list already: nothing to ask
             submission.contact_id, submission.announced = contact.id, True
             await _announce(ctx, form, contact, double=True)
@@ -352,6 +347,7 @@ async def _apply(
     """The answers land on the contact (created, updated, or subscribed again), with consent
     confirmed now, and the memberships are confirmed."""
     consent = {**consent, "consent_confirmed_at": utcnow().isoformat().replace("+00:00", "Z")}
+    created = contact is None
     if contact is None:  # the callers have looked: no contact, no suppression left
         contact = await contacts.create_contact(
             ctx,
@@ -365,19 +361,28 @@ async def _apply(
         if contact.status != "subscribed":
             patch["resubscribe"] = True
         await contacts.update_contact(ctx, contact.id, patch, form_id=form.id, consent=consent)
-    await _join(ctx, form, contact, lists, confirmed=True)
+    await _join(ctx, form, contact, lists, confirmed=True, created=created)
     return contact
 
 
 async def _join(
-    ctx: Context, form: Form, contact: Contact, lists: list[MailingList], *, confirmed: bool
+    ctx: Context,
+    form: Form,
+    contact: Contact,
+    lists: list[MailingList],
+    *,
+    confirmed: bool,
+    created: bool = False,
 ) -> bool:
     """Put the contact on the lists (confirmed joins fire `contact.list_joined` with the list
-    and form dimensions). Unconfirmed: whether any membership waits for confirmation."""
+    and form dimensions). Unconfirmed: whether any membership waits for confirmation.
+    `created`: the contact was made in this transaction, so it is on no list yet."""
     now = utcnow()
     waiting = False
     for mailing_list in lists:
-        member = await ctx.session.get(ListMember, (mailing_list.id, contact.id))
+        member = (
+            None if created else await ctx.session.get(ListMember, (mailing_list.id, contact.id))
+        )
         if not confirmed and member is not None:
             waiting = waiting or member.status != "confirmed"
             continue
@@ -397,7 +402,7 @@ async def _join(
         else:
             continue
         waiting = not confirmed
-        if confirmed:
+        if confirmed and not loading.quiet(ctx):  # quiet: the event and enrolment write nothing
             await ctx.session.flush()
             await memberships.list_event(
                 ctx,
@@ -506,8 +511,7 @@ async def confirm(db: Database, settings: Settings, pending: Pending) -> bool:
         now = utcnow()
         submission.status, submission.confirmed_at = "confirmed", now
         email = submission.email
-        suppression = await suppressions.find(ctx, ctx.hash_email(email))
-        contact = await contacts.find_by_email(ctx, email)
+        suppression, contact = await loading.known(ctx, email)
         if (suppression is not None and suppression.reason in BLOCKED) or (
             contact is not None and contact.status in BLOCKED
         ):

@@ -34,6 +34,12 @@ _MATCH = {
 _CACHE_KEY = "active_automations"
 
 
+def known_none(ctx: Context) -> None:
+    """The caller read, in this transaction, that the workspace has no active automation: no
+    trigger of this unit of work asks again (forms.loading)."""
+    ctx.cache[_CACHE_KEY] = []
+
+
 async def active(ctx: Context, trigger: str, **match: str) -> list[Automation]:
     """The workspace's active automations with this trigger (and tag, list, form or store).
     All of them are read once per unit of work (a form submission asks for three triggers,

@@ -101,9 +101,9 @@ async def load(session: Any, settings: Settings, form_id: str) -> Loaded | None:
     # Nothing to read for this unit of work: the lookups the events and enrolments would
     # make (each module's own per-unit-of-work cache) are answered "none" from here.
     if not any_endpoint:
-        ctx.cache[fanout._CACHE_KEY] = []
+        fanout.known_none(ctx)
     if not any_automation:
-        ctx.cache[enrol._CACHE_KEY] = []
+        enrol.known_none(ctx)
     version = (tuple(form.list_ids), *row[3:7])
     kept = _kept.get(form.id)
     now = time.monotonic()

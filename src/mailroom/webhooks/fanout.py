@@ -68,6 +68,12 @@ async def rules(ctx: Context) -> list[Rule]:
     return cached
 
 
+def known_none(ctx: Context) -> None:
+    """The caller read, in this transaction, that the workspace has no enabled endpoint: no
+    event of this unit of work asks again (forms.loading)."""
+    ctx.cache[_CACHE_KEY] = []
+
+
 def forget(ctx: Context) -> None:
     """Endpoints changed in this unit of work: read them again next time."""
     ctx.cache.pop(_CACHE_KEY, None)

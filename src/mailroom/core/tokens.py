@@ -121,6 +121,23 @@ def sign(secret: str, purpose: str, *parts: str) -> str:
     return _b64(payload + _mac(secret, purpose, payload)[:MAC_BYTES])
 
 
+class Signer:
+    """Tokens of one purpose that share their first parts (a message's click links all name
+    its row): those packed and given to the HMAC once, each token then costs only its own
+    parts. `Signer(s, p, *a).sign(*b) == sign(s, p, *a, *b)`."""
+
+    def __init__(self, secret: str, purpose: str, *prefix: str) -> None:
+        self._payload = _pack(prefix)
+        self._mac = _keyed(secret, purpose).copy()
+        self._mac.update(self._payload)
+
+    def sign(self, *parts: str) -> str:
+        rest = _pack(parts)
+        mac = self._mac.copy()
+        mac.update(rest)
+        return _b64(self._payload + rest + mac.digest()[:MAC_BYTES])
+
+
 def read(secret: str, purpose: str, token: str, *, max_length: int = 1024) -> list[str] | None:
     """The parts of a token signed for `purpose`, or None for anything else (malformed,
     altered, or made for another purpose)."""

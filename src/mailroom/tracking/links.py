@@ -55,12 +55,15 @@ def read_open(secret: str, token: str) -> str | None:
     return parts[0] if parts is not None and len(parts) == 1 else None
 
 
+_BLANK = re.compile(r"[\r\n\t ]")
+
+
 def is_trackable(url: str) -> bool:
     lowered = url[:8].lower()
     return (
         (lowered.startswith("http://") or lowered.startswith("https://"))
         and len(url) <= MAX_TRACKED_URL
-        and not any(c in url for c in "\r\n\t ")
+        and _BLANK.search(url) is None
     )
 
 
@@ -80,13 +83,14 @@ def track(
     if clicks:
         keep = {u for u in untracked if u}
         index = 0
+        signer = tokens.Signer(secret, CLICK, row_id)  # = click_token, the row packed once
 
         def rewrite(match: re.Match[str]) -> str:
             nonlocal index
             url = html.unescape(match.group(3)).strip()
             if url in keep or not is_trackable(url):
                 return match.group(0)
-            token = click_token(secret, row_id, index, url)
+            token = signer.sign(str(index), url)
             index += 1
             return f"{match.group(1)}{match.group(2)}{base}/l/{token}{match.group(2)}"
 

@@ -298,16 +298,7 @@ async def claim_due(
     dialect = session.get_bind().dialect.name
     due = (
         select(table.id)
-        .where(
-            table.status == "pending",
-            table.run_at <= now,
-            or_(
-                table.locked_until.is_(None),
-                table.locked_until < now,
-                table.locked_by.in_(dead_workers(dialect, now)),
-            ),
-            *where,
-        )
+        .where(*due_condition(model, dialect, now), *where)
         .order_by(*(order_by or (table.run_at,)))
         .limit(limit)
     )
@@ -325,6 +316,21 @@ async def claim_due(
     keys = [getattr(column, "key", "run_at") for column in order_by or (table.run_at,)]
     rows.sort(key=lambda row: tuple(getattr(row, key) for key in keys))
     return rows
+
+
+def due_condition(model: type[DueWork], dialect: str, now: datetime) -> list[ColumnElement[bool]]:
+    """What makes a row of `model` due for `claim_due`: pending, its time come, no live lease.
+    Also for a read-only look whether a claim would find anything (webhooks.delivery)."""
+    table: Any = model
+    return [
+        table.status == "pending",
+        table.run_at <= now,
+        or_(
+            table.locked_until.is_(None),
+            table.locked_until < now,
+            table.locked_by.in_(dead_workers(dialect, now)),
+        ),
+    ]
 
 
 def chunks(session: AsyncSession, values: Sequence[Any], sqlite_size: int = 900) -> list[list[Any]]:

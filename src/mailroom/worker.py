@@ -161,7 +161,8 @@ def default_loops(settings: Settings) -> list[Loop]:
         Loop(
             "webhook-deliveries",
             deliveries.tick,
-            min(0.2, settings.worker_poll_interval),
+            # An idle tick is one read (no write-lock turn on SQLite): polling often is cheap.
+            min(0.05, settings.worker_poll_interval),
             close_deliveries,
         ),
         Loop("jobs", _jobs, settings.worker_poll_interval),

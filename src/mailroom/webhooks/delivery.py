@@ -15,7 +15,8 @@
   after the configured delays, with jitter, until the fifth attempt fails; 20 deliveries
   failing in a row disable the endpoint and abandon its queue) and claims the next rows: on
   SQLite, where the worker takes the one write lock in turn with the API, each turn is worth
-  a second of sending.
+  a second of sending. With nothing to record, a read looks first whether anything is due:
+  an idle exchange takes no write-lock turn.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, literal, select, update
 
 from mailroom.background import WorkerContext
 from mailroom.core import metrics, urlguard
 from mailroom.core.clock import utcnow
-from mailroom.db import Database, claim_due
+from mailroom.db import Database, claim_due, due_condition
 from mailroom.models import Event, WebhookDelivery, WebhookEndpoint, Workspace
 from mailroom.settings import Settings
 from mailroom.webhooks import client
@@ -173,11 +174,25 @@ class DeliveryWorker:
         limit = min(MAX_HELD - self.held, CLAIM_BATCH, max(sum(open_rooms), LOW_WATER))
         taken: list[str] = []
         lease = min(LEASE_SECONDS, ctx.settings.worker_lease_seconds)
+        where = [WebhookDelivery.endpoint_id.not_in(full)] if full else []
+        if not outcomes and not expired:
+            # Nothing to write: open the write transaction only if a claim would find rows.
+            # On SQLite that keeps idle ticks from taking write-lock turns from the API.
+            try:
+                if limit <= 0 or not await _any_due(ctx.db, where):
+                    if limit > 0:
+                        self._none_due(full)
+                    return 0, 0
+            except Exception:
+                log.exception("could not look for due webhook deliveries")
+                return 0, 0
         try:
             async with ctx.db.transaction() as session:
                 disabled, settled = await self._record(session, outcomes, expired)
                 if limit > 0:
-                    taken = await self._claim(session, ctx.worker_id, lease, limit, full, room)
+                    taken = await self._claim(
+                        session, ctx.worker_id, lease, limit, where, full, room
+                    )
             # What to send is read after the write transaction: it holds no lock meanwhile.
             jobs = await _read_jobs(ctx.db, taken) if taken else []
         except Exception:
@@ -193,6 +208,12 @@ class DeliveryWorker:
         self._start(jobs)
         return len(outcomes), len(jobs)
 
+    def _none_due(self, full: list[str]) -> None:
+        """What an empty claim would have learnt: lanes with room have all that is due."""
+        for endpoint_id, lane in self.lanes.items():
+            if endpoint_id not in full:
+                lane.more = False
+
     def _forget_idle_lanes(self) -> None:
         """A lane outlives its queue a while: its pace sizes the next claim of a burst."""
         now = time.monotonic()
@@ -206,6 +227,7 @@ class DeliveryWorker:
         worker_id: str,
         lease: int,
         limit: int,
+        where: list[Any],
         full: list[str],
         room: dict[str, int],
     ) -> list[str]:
@@ -216,7 +238,7 @@ class DeliveryWorker:
             worker_id=worker_id,
             limit=limit,
             lease_seconds=lease,
-            where=[WebhookDelivery.endpoint_id.not_in(full)] if full else [],
+            where=where,
         )
         # A claim cut short by its limit leaves rows due; one that came back short found all
         # that was due for the lanes it looked at (those with room).
@@ -347,6 +369,16 @@ async def _hand_back(session: Any, delivery_ids: list[str]) -> None:
         .values(locked_until=None, locked_by=None)
         .execution_options(synchronize_session=False)
     )
+
+
+async def _any_due(db: Database, where: list[Any]) -> bool:
+    """Whether `claim_due` would find a row (its condition, read-only: no lock, no lease)."""
+    async with db.session(write=False) as session:
+        due = due_condition(WebhookDelivery, session.get_bind().dialect.name, utcnow())
+        found = await session.scalar(
+            select(literal(1)).select_from(WebhookDelivery).where(*due, *where).limit(1)
+        )
+    return found is not None
 
 
 async def _read_jobs(db: Database, delivery_ids: list[str]) -> list[Job]:

@@ -23,25 +23,12 @@ import orjson
 from sqlalchemy import text
 
 from mailroom.accounts import service as accounts_service
+from mailroom.contacts.importer import NEW_CONTACT_COLUMNS
 from mailroom.core.ids import new_id
 
 SCRATCH = "bench_import_floor"
-COLUMNS = [
-    "id",
-    "workspace_id",
-    "email",
-    "email_hash",
-    "first_name",
-    "last_name",
-    "status",
-    "custom_fields",
-    "source",
-    "search_text",
-    "subscribed_at",
-    "unsubscribed_at",
-    "created_at",
-    "updated_at",
-]
+# The floor writes the very columns the import writes for a new contact.
+COLUMNS = list(NEW_CONTACT_COLUMNS)
 
 
 @dataclass

@@ -1,11 +1,17 @@
 """Working automation runs: the worker host's `automations` loop.
 
 Each tick claims due runs of active automations (`claim_due`: leased, so a killed worker's
-runs come back within seconds) and moves each as far as it goes now, in one transaction per
-batch with a savepoint per run: a step's effect (a tag, a queued email, a list join) and the
-run's new place commit together, so a crash repeats nothing and loses nothing. A wait is a
-due time on the row, so it survives restarts. No network I/O happens here (emails are queued
-for the sending engine, webhooks written to the outbox).
+runs come back within seconds) and moves them as far as they go now, in one transaction per
+batch: a step's effect (a tag, a queued email, a list join) and the run's new place commit
+together, so a crash repeats nothing and loses nothing. A wait is a due time on the row, so
+it survives restarts. No network I/O happens here (emails are queued for the sending engine,
+webhooks written to the outbox).
+
+A batch moves together, step by step: its runs at the same step of the same automation form
+a group, and each group's step is done for all of them at once (`perform.group`: a few
+statements, not a few per run); the runs are written back in one statement. Should that
+fail unexpectedly, the batch is worked again run by run, each run in a savepoint, so one bad
+run fails alone (`internal error`) and the others go on.
 
 A run ends `completed` after its last step, `exited` when its contact is gone, archived or no
 longer subscribed (or at an `exit` step, when its step was removed by an edit, or when the
@@ -17,28 +23,21 @@ a day): `automation.failed` then fires, at most once per automation per day.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, select, update
 
-from mailroom.automations import commerce
+from mailroom.automations import perform
 from mailroom.automations import steps as shape
 from mailroom.background import WorkerContext
-from mailroom.contacts import service as contacts
 from mailroom.core.clock import utcnow
 from mailroom.core.context import Context
-from mailroom.core.errors import ApiError
 from mailroom.db import claim_due
 from mailroom.events import service as events
-from mailroom.lists import service as lists
-from mailroom.models import Automation, AutomationRun, Contact, Tag, Template
-from mailroom.segments import service as segments
-from mailroom.sending import service as sending
-from mailroom.sending import transactional
+from mailroom.models import Automation, AutomationRun, Contact
 from mailroom.sending.outcomes import Contexts
-from mailroom.tags import service as tags
 
 log = logging.getLogger("mailroom.automations")
 
@@ -51,22 +50,36 @@ FAILED_EVERY = timedelta(days=1)
 MAX_HISTORY = 200
 
 
-class _Outcome:
-    """What a step did: go on (to `goto` when `jump`, else the next step), wait until
-    `until`, hold (try again later), or `end` the run in that state."""
+@dataclass
+class _Run:
+    """A claimed run as its batch moves it; written back once, at the batch's end."""
 
-    def __init__(
-        self,
-        note: str,
-        *,
-        goto: str | None = None,
-        jump: bool = False,
-        until: datetime | None = None,
-        hold: bool = False,
-        end: str | None = None,
-    ) -> None:
-        self.note, self.goto, self.jump = note, goto, jump
-        self.until, self.hold, self.end = until, hold, end
+    id: str
+    workspace_id: str
+    automation_id: str
+    contact_id: str
+    state: str
+    step_id: str | None
+    waiting: bool
+    held_since: datetime | None
+    history: list[dict[str, Any]]
+    context: dict[str, Any] | None
+    status: str
+    run_at: datetime
+    locked_until: datetime | None
+    locked_by: str | None
+    updated_at: datetime
+    ended_at: datetime | None
+    at: str | None = None  # the step it has reached in this batch
+
+    def copy(self) -> _Run:
+        return replace(self, history=list(self.history or []))
+
+
+_COLUMNS = [f.name for f in fields(_Run) if f.name != "at"]
+_WRITTEN = [
+    c for c in _COLUMNS if c not in ("workspace_id", "automation_id", "contact_id", "context")
+]
 
 
 async def tick(worker: WorkerContext) -> int:
@@ -90,247 +103,154 @@ async def tick(worker: WorkerContext) -> int:
 
 
 async def work(db: Any, settings: Any, run_ids: list[str]) -> None:
-    async with db.transaction() as session:
-        runs = list(
-            (
-                await session.scalars(
-                    select(AutomationRun)
-                    .where(AutomationRun.id.in_(run_ids))
-                    .order_by(AutomationRun.run_at)
-                )
-            ).all()
-        )
-        automations = {
-            a.id: a
-            for a in (
-                await session.scalars(
-                    select(Automation).where(Automation.id.in_({r.automation_id for r in runs}))
-                )
-            ).all()
-        }
-        contexts = Contexts(session, settings)
-        # The batch's contacts in one read (a run checks its contact before every move).
-        people = {
-            c.id: c
-            for c in (
-                await session.scalars(
-                    select(Contact).where(Contact.id.in_({r.contact_id for r in runs}))
-                )
-            ).all()
-        }
-        for run in runs:
-            ctx = await contexts(run.workspace_id)
+    try:
+        async with db.transaction() as session:
+            await _work(session, settings, run_ids, together=True)
+    except Exception:
+        log.exception("automation batch of %d runs failed: working them one by one", len(run_ids))
+        async with db.transaction() as session:
+            await _work(session, settings, run_ids, together=False)
+
+
+async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bool) -> None:
+    table = AutomationRun.__table__
+    found = await session.execute(
+        select(*(table.c[name] for name in _COLUMNS))
+        .where(table.c.id.in_(run_ids))
+        .order_by(table.c.run_at)
+    )
+    runs = [_Run(**row._mapping) for row in found]
+    if not runs:
+        return
+    automations = {
+        a.id: a
+        for a in (
+            await session.scalars(
+                select(Automation).where(Automation.id.in_({r.automation_id for r in runs}))
+            )
+        ).all()
+    }
+    # The batch's contacts in one read (a run checks its contact before it moves).
+    people = {
+        c.id: c
+        for c in (
+            await session.scalars(
+                select(Contact).where(Contact.id.in_({r.contact_id for r in runs}))
+            )
+        ).all()
+    }
+    contexts = Contexts(session, settings)
+    if together:
+        await _move(contexts, automations, runs, people)
+    else:
+        for index, run in enumerate(runs):
+            before = run.copy()
             try:
                 async with session.begin_nested():
-                    await advance(ctx, automations[run.automation_id], run, people)
+                    await _move(contexts, automations, [run], people)
             except Exception:
                 log.exception("automation run %s failed on an unexpected error", run.id)
-                await _fail(ctx, automations[run.automation_id], run, None, "internal error")
-
-
-async def advance(
-    ctx: Context,
-    automation: Automation,
-    run: AutomationRun,
-    people: dict[str, Contact] | None = None,
-) -> None:
-    now = utcnow()
-    if people is not None:
-        found = people.get(run.contact_id)
-        contact = found if found is not None and found.workspace_id == ctx.workspace_id else None
-    else:
-        contact = await ctx.session.scalar(
-            select(Contact).where(
-                Contact.id == run.contact_id, Contact.workspace_id == ctx.workspace_id
-            )
-        )
-    if contact is None or contact.status != "subscribed":
-        why = "contact deleted" if contact is None else f"contact {contact.status}"
-        _end(run, "exited", run.step_id, why, now)
-        return
-    _first, places = shape.walk(automation.steps)
-    current = run.step_id
-    if run.waiting:
-        place = places.get(current or "")
-        if place is None:
-            _end(run, "exited", current, "step removed", now)
-            return
-        _note(run, current, "waited", now)
-        current, run.waiting = place.after, False
-    for _ in range(STEPS_AT_ONCE):
-        if current is None:
-            _end(run, "completed", None, "completed", now)
-            return
-        place = places.get(current)
-        if place is None:
-            _end(run, "exited", current, "step removed", now)
-            return
-        outcome = await _perform(ctx, automation, run, contact, place, now)
-        if outcome.end == "failed":
-            await _fail(ctx, automation, run, place.step, outcome.note)
-            return
-        if outcome.end:
-            _end(run, outcome.end, current, outcome.note, now)
-            return
-        if outcome.hold:
-            run.held_since = run.held_since or now
-            if now - run.held_since > HOLD_LIMIT:
-                await _fail(ctx, automation, run, place.step, f"{outcome.note} for over a day")
-                return
-            _later(run, current, now + HOLD_RETRY, "active", now)
-            return
-        run.held_since = None
-        if outcome.until is not None:
-            _note(run, current, outcome.note, now)
-            run.waiting = True
-            _later(run, current, outcome.until, "waiting", now)
-            return
-        _note(run, current, outcome.note, now)
-        current = outcome.goto if outcome.jump else place.after
-    _later(run, current, now, "active", now)
-
-
-async def _perform(
-    ctx: Context,
-    automation: Automation,
-    run: AutomationRun,
-    contact: Contact,
-    place: shape.Place,
-    now: datetime,
-) -> _Outcome:
-    step = place.step
-    kind = step["type"]
-    if kind == "wait":
-        return _Outcome("waiting", until=wait_until(step, automation.time_zone, now))
-    if kind == "send_email":
-        return await _send_email(ctx, contact, step, automation.id, run.context)
-    if kind in ("add_tag", "remove_tag"):
-        tag = await _row(ctx, Tag, step["tag_id"])
-        if tag is None:
-            return _Outcome("tag not found", end="failed")
-        try:
-            if kind == "add_tag":
-                await tags.attach(ctx, contact.id, tag.id, loaded=(contact, tag))
-            else:
-                await tags.detach(ctx, contact.id, tag.id)
-        except ApiError as error:
-            if error.status not in (404, 409):  # already tagged / not tagged: nothing to do
-                raise
-        return _Outcome("done")
-    if kind in ("add_to_list", "remove_from_list"):
-        try:
-            if kind == "add_to_list":
-                await lists.add_members(ctx, step["list_id"], [contact.id])
-            else:
-                await lists.remove_member(ctx, step["list_id"], contact.id)
-        except ApiError as error:
-            if error.message == "List not found":
-                return _Outcome("list not found", end="failed")
-            if error.status != 404:
-                raise
-        return _Outcome("done")
-    if kind == "update_field":
-        field: str = step["field"]
-        if field.startswith("custom_fields."):
-            body: dict[str, Any] = {
-                "custom_fields": {field.removeprefix("custom_fields."): step["value"]}
-            }
-        else:
-            body = {field: step["value"]}
-        try:
-            await contacts.update_contact(ctx, contact.id, body)
-        except ApiError as error:
-            return _Outcome(error.message, end="failed")
-        return _Outcome("done")
-    if kind == "condition":
-        matched = await matches(ctx, step["rules"], contact.id)
-        goto = shape.branch_start(step, matched, place.after)
-        return _Outcome("yes" if matched else "no", goto=goto, jump=True)
-    if kind == "call_webhook":
-        data = {
-            "automation": {"id": automation.id, "name": automation.name},
-            "step": {"id": step["id"], "label": step["label"]},
-            "contact": events.contact_snapshot(contact, await events.tag_names(ctx, contact.id)),
-        }
-        await events.emit(
-            ctx, "automation.step_reached", data, endpoint_ids=step.get("endpoint_ids")
-        )
-        return _Outcome("done")
-    return _Outcome("exit step", end="exited")  # exit
-
-
-async def _row(ctx: Context, model: Any, row_id: str) -> Any:
-    """A tag or template of the workspace, read once per batch (None: it is gone)."""
-    memo = ctx.cache.setdefault(f"automation_{model.__tablename__}", {})
-    if row_id not in memo:
-        memo[row_id] = await ctx.session.scalar(
-            select(model).where(model.id == row_id, model.workspace_id == ctx.workspace_id)
-        )
-    return memo[row_id]
-
-
-async def _send_email(
-    ctx: Context,
-    contact: Contact,
-    step: dict[str, Any],
-    automation_id: str,
-    context: dict[str, Any] | None,
-) -> _Outcome:
-    """Queue the step's email; a run about an order or cart (`context`) passes it, as it is
-    now, as the template's `vars.order` / `vars.cart`, or ends when it is gone (converted)."""
-    variables, gone = await commerce.email_data(ctx, context)
-    if gone is not None:
-        return _Outcome(gone, end="exited")
-    template = await _row(ctx, Template, step["template_id"])
-    if template is None:
-        return _Outcome("template not found", end="failed")
-    identity = await sending.settings_of(ctx)
-    if identity.paused:
-        return _Outcome("sending paused", hold=True)
-    body: dict[str, Any] = {"contact_id": contact.id, "template_id": template.id}
-    if variables:
-        body["variables"] = variables
-    for name in ("from_email", "from_name"):
-        if step.get(name):
-            body[name] = step[name]
-    try:
-        row = await transactional.queue(
-            ctx, body, kind="automation", loaded=(contact, template), automation_id=automation_id
-        )
-    except ApiError as error:
-        if error.status == 429:
-            return _Outcome("hourly sending limit reached", hold=True)
-        if error.status == 422:  # suppressed meanwhile: this contact cannot be mailed
-            return _Outcome(error.message, end="exited")
-        return _Outcome(error.message, end="failed")
-    return _Outcome(f"email queued ({row.id})")
-
-
-async def matches(ctx: Context, stored_rules: dict[str, Any], contact_id: str) -> bool:
-    """Whether the contact meets a condition step's rule now (read as a saved segment's:
-    a condition on a deleted or retyped custom field matches nobody)."""
-    where = await segments.saved_rule_condition(ctx, stored_rules)
-    found = await ctx.session.scalar(select(Contact.id).where(Contact.id == contact_id, where))
-    return found is not None
-
-
-def wait_until(step: dict[str, Any], time_zone: str, now: datetime) -> datetime:
-    if "seconds" in step:
-        return now + timedelta(seconds=int(step["seconds"]))
-    until = step["until"]
-    zone = ZoneInfo(time_zone)
-    local = now.astimezone(zone)
-    hour, minute = (int(part) for part in until["time"].split(":"))
-    days = (shape.WEEKDAYS.index(until["weekday"]) - local.weekday()) % 7
-    moment = (local + timedelta(days=days)).replace(
-        hour=hour, minute=minute, second=0, microsecond=0
+                runs[index] = before
+                ctx = await contexts(before.workspace_id)
+                await _fail(ctx, automations[before.automation_id], before, None, "internal error")
+    await session.execute(
+        update(AutomationRun), [{name: getattr(run, name) for name in _WRITTEN} for run in runs]
     )
-    if moment <= local:
-        moment += timedelta(days=7)
-    return moment.astimezone(now.tzinfo)
 
 
-def _note(run: AutomationRun, step_id: str | None, outcome: str, now: datetime) -> None:
+async def _move(
+    contexts: Contexts,
+    automations: dict[str, Automation],
+    runs: list[_Run],
+    people: dict[str, Contact],
+) -> None:
+    """Move `runs` as far as they go now (at most STEPS_AT_ONCE steps), group by group."""
+    now = utcnow()
+    places = {a.id: shape.walk(a.steps)[1] for a in automations.values()}
+    moving: list[_Run] = []
+    for run in runs:
+        found = people.get(run.contact_id)
+        contact = found if found is not None and found.workspace_id == run.workspace_id else None
+        if contact is None or contact.status != "subscribed":
+            why = "contact deleted" if contact is None else f"contact {contact.status}"
+            _end(run, "exited", run.step_id, why, now)
+            continue
+        run.at = run.step_id
+        if run.waiting:
+            place = places[run.automation_id].get(run.at or "")
+            if place is None:
+                _end(run, "exited", run.at, "step removed", now)
+                continue
+            _note(run, run.at, "waited", now)
+            run.at, run.waiting = place.after, False
+        moving.append(run)
+    for _ in range(STEPS_AT_ONCE):
+        groups: dict[tuple[str, str | None], list[_Run]] = {}
+        for run in moving:
+            groups.setdefault((run.automation_id, run.at), []).append(run)
+        moving = []
+        for (automation_id, at), members in groups.items():
+            automation = automations[automation_id]
+            place = places[automation_id].get(at or "")
+            if place is None:
+                for run in members:
+                    if at is None:
+                        _end(run, "completed", None, "completed", now)
+                    else:
+                        _end(run, "exited", at, "step removed", now)
+                continue
+            ctx = await contexts(automation.workspace_id)
+            outcomes = await perform.group(
+                ctx,
+                automation,
+                place,
+                [run.context for run in members],
+                [people[run.contact_id] for run in members],
+                now,
+            )
+            for run, outcome in zip(members, outcomes, strict=True):
+                if await _went_on(ctx, automation, run, place, outcome, now):
+                    moving.append(run)
+        if not moving:
+            return
+    for run in moving:  # back in line: one long path does not hog a tick
+        _later(run, run.at, now, "active", now)
+
+
+async def _went_on(
+    ctx: Context,
+    automation: Automation,
+    run: _Run,
+    place: shape.Place,
+    outcome: perform.Outcome,
+    now: datetime,
+) -> bool:
+    """Apply a step's outcome to its run: whether the run goes on to another step now."""
+    at = run.at
+    if outcome.end == "failed":
+        await _fail(ctx, automation, run, place.step, outcome.note)
+        return False
+    if outcome.end:
+        _end(run, outcome.end, at, outcome.note, now)
+        return False
+    if outcome.hold:
+        run.held_since = run.held_since or now
+        if now - run.held_since > HOLD_LIMIT:
+            await _fail(ctx, automation, run, place.step, f"{outcome.note} for over a day")
+        else:
+            _later(run, at, now + HOLD_RETRY, "active", now)
+        return False
+    run.held_since = None
+    _note(run, at, outcome.note, now)
+    if outcome.until is not None:
+        run.waiting = True
+        _later(run, at, outcome.until, "waiting", now)
+        return False
+    run.at = outcome.goto if outcome.jump else place.after
+    return True
+
+
+def _note(run: _Run, step_id: str | None, outcome: str, now: datetime) -> None:
     history = list(run.history or [])
     history.append(
         {"step_id": step_id, "at": now.isoformat().replace("+00:00", "Z"), "outcome": outcome}
@@ -338,14 +258,12 @@ def _note(run: AutomationRun, step_id: str | None, outcome: str, now: datetime) 
     run.history = history[-MAX_HISTORY:]
 
 
-def _later(
-    run: AutomationRun, step_id: str | None, when: datetime, state: str, now: datetime
-) -> None:
+def _later(run: _Run, step_id: str | None, when: datetime, state: str, now: datetime) -> None:
     run.step_id, run.run_at, run.state = step_id, when, state
     run.locked_until, run.locked_by, run.updated_at = None, None, now
 
 
-def _end(run: AutomationRun, state: str, step_id: str | None, note: str, now: datetime) -> None:
+def _end(run: _Run, state: str, step_id: str | None, note: str, now: datetime) -> None:
     _note(run, step_id, note, now)
     run.step_id, run.state, run.status, run.ended_at = step_id, state, "done", now
     run.waiting, run.locked_until, run.locked_by, run.updated_at = False, None, None, now
@@ -354,7 +272,7 @@ def _end(run: AutomationRun, state: str, step_id: str | None, note: str, now: da
 async def _fail(
     ctx: Context,
     automation: Automation,
-    run: AutomationRun,
+    run: _Run,
     step: dict[str, Any] | None,
     reason: str,
 ) -> None:

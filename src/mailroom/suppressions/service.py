@@ -73,6 +73,21 @@ async def find(ctx: Context, email_hash: str) -> Suppression | None:
     return result
 
 
+async def reasons(ctx: Context, email_hashes: set[str]) -> dict[str, str]:
+    """Which of these addresses are suppressed, and why: one read for a batch."""
+    if not email_hashes:
+        return {}
+    found: dict[str, str] = {}
+    for part in chunks(ctx.session, sorted(email_hashes)):
+        rows = await ctx.session.execute(
+            select(Suppression.email_hash, Suppression.reason).where(
+                Suppression.workspace_id == ctx.workspace_id, Suppression.email_hash.in_(part)
+            )
+        )
+        found.update((row.email_hash, row.reason) for row in rows)
+    return found
+
+
 def stronger(new: str, old: str) -> bool:
     return REASON_STRENGTH[new] > REASON_STRENGTH[old]
 

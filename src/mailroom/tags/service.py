@@ -134,6 +134,45 @@ async def attach(
     return link
 
 
+async def attach_many(ctx: Context, tag: Tag, tagged: list[Contact]) -> None:
+    """`attach` for many contacts read in this unit of work (an automation batch's add_tag
+    step): one INSERT; a contact that has the tag already is left as it is; each new pair
+    has its `contact.tag_added` event, and the tag's automations enrol them in one go."""
+    if not tagged:
+        return
+    now = utcnow()
+    inserted = set(
+        (
+            await ctx.session.scalars(
+                insert_ignoring_conflicts(ctx.session, ContactTag)
+                .values(
+                    [
+                        {
+                            "contact_id": contact.id,
+                            "tag_id": tag.id,
+                            "workspace_id": ctx.workspace_id,
+                            "created_at": now,
+                        }
+                        for contact in {c.id: c for c in tagged}.values()
+                    ]
+                )
+                .returning(ContactTag.contact_id)
+            )
+        ).all()
+    )
+    added = [contact for contact in tagged if contact.id in inserted]
+    for contact in added:
+        await events.emit_contact_event(
+            ctx,
+            "contact.tag_added",
+            contact,
+            extra={"tag": {"id": tag.id, "name": tag.name}},
+            tag_id=tag.id,
+        )
+    if added:
+        await automations.enrol(ctx, "tag_added", [c.id for c in added], tag_id=tag.id)
+
+
 async def detach(ctx: Context, contact_id: str, tag_id: str) -> None:
     contact = await contacts.get_contact(ctx, contact_id)
     tag = await get_tag(ctx, tag_id)

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
+from mailroom.automations import perform
 from mailroom.core.clock import utcnow
 from mailroom.core.plans import get_plan
-from mailroom.models import Contact, ContactTag, SendLog, SendMeter, Suppression
+from mailroom.models import (
+    AutomationRun,
+    Contact,
+    ContactTag,
+    SendLog,
+    SendMeter,
+    Suppression,
+)
 from mailroom.sending import limits
 from mailroom.tags import service as tags_service
 from tests.automations.helpers import (
@@ -269,3 +277,28 @@ async def test_a_batch_that_fails_is_worked_run_by_run_and_only_the_bad_run_fail
     assert tagged == 3
     [failed] = await events_of(db, ws.workspace_id, "automation.failed")
     assert failed.data["reason"] == "internal error"
+
+
+async def test_a_run_deleted_while_its_batch_works_is_not_written_and_the_rest_are(
+    client, db, ws, settings, monkeypatch, caplog
+):
+    automation, _ = await _mailing_automation(client, db, ws)
+    ids = await make_contacts(client, ws, [f"p{i}@mail.example" for i in range(3)])
+    await _enrol(client, ws, automation["id"], ids)
+    await run_due(db, settings)
+    gone = ids[1]
+    real = perform.group
+
+    async def group(ctx, *args, **kwargs):
+        # As if its automation's deletion took it meanwhile (on PostgreSQL, another
+        # transaction's; here the batch's own).
+        await ctx.session.execute(delete(AutomationRun).where(AutomationRun.contact_id == gone))
+        return await real(ctx, *args, **kwargs)
+
+    monkeypatch.setattr(perform, "group", group)
+    await skip_waits(db)
+    await run_due(db, settings)
+
+    runs = await _by_contact(client, ws, automation["id"])
+    assert {c: r["status"] for c, r in runs.items()} == {c: "completed" for c in ids if c != gone}
+    assert "working them one by one" not in caplog.text

@@ -25,9 +25,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import Table, bindparam, exists, select, update
 
 from mailroom.automations import perform
 from mailroom.automations import steps as shape
@@ -80,6 +80,12 @@ _COLUMNS = [f.name for f in fields(_Run) if f.name != "at"]
 _WRITTEN = [
     c for c in _COLUMNS if c not in ("workspace_id", "automation_id", "contact_id", "context")
 ]
+_TABLE = cast(Table, AutomationRun.__table__)
+_WRITE = (
+    update(_TABLE)
+    .where(_TABLE.c.id == bindparam("b_id"))
+    .values({name: bindparam(f"b_{name}") for name in _WRITTEN if name != "id"})
+)
 
 
 async def tick(worker: WorkerContext) -> int:
@@ -113,11 +119,10 @@ async def work(db: Any, settings: Any, run_ids: list[str]) -> None:
 
 
 async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bool) -> None:
-    table = AutomationRun.__table__
     found = await session.execute(
-        select(*(table.c[name] for name in _COLUMNS))
-        .where(table.c.id.in_(run_ids))
-        .order_by(table.c.run_at)
+        select(*(_TABLE.c[name] for name in _COLUMNS))
+        .where(_TABLE.c.id.in_(run_ids))
+        .order_by(_TABLE.c.run_at)
     )
     runs = [_Run(**row._mapping) for row in found]
     if not runs:
@@ -153,8 +158,10 @@ async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bo
                 runs[index] = before
                 ctx = await contexts(before.workspace_id)
                 await _fail(ctx, automations[before.automation_id], before, None, "internal error")
+    # Core, not the ORM's bulk update: a run deleted meanwhile (its automation was) is no
+    # error, it is simply not written.
     await session.execute(
-        update(AutomationRun), [{name: getattr(run, name) for name in _WRITTEN} for run in runs]
+        _WRITE, [{f"b_{name}": getattr(run, name) for name in _WRITTEN} for run in runs]
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 
 from mailroom.automations import perform
 from mailroom.core.clock import utcnow
@@ -268,15 +268,22 @@ async def test_a_batch_that_fails_is_worked_run_by_run_and_only_the_bad_run_fail
     assert {c: r["status"] for c, r in runs.items()} == {
         c: ("failed" if c == bad else "completed") for c in ids
     }
-    assert runs[bad]["history"][-1]["outcome"] == "failed: internal error"
-    # The failed first attempt left nothing behind: one email per run, the bad run's too
-    # (its email was queued before its tag step failed, in the same savepoint: rolled back).
-    assert await _queued(db, ws.workspace_id) == sorted((c, "automation") for c in ids if c != bad)
+    # Run by run, each step in a savepoint (as the grouped pass does its rarer steps): the
+    # bad run's email step stands, its tag step failed. The failed grouped attempt left
+    # nothing behind: one email per run.
+    assert [(h["step_id"], h["outcome"]) for h in runs[bad]["history"]][-2:] == [
+        ("mail", runs[bad]["history"][-2]["outcome"]),
+        ("tag", "failed: internal error"),
+    ]
+    assert runs[bad]["history"][-2]["outcome"].startswith("email queued (")
+    assert await _queued(db, ws.workspace_id) == sorted((c, "automation") for c in ids)
+    assert await _month_used(db, ws.account_id) == 4
     async with db.session() as session:
         tagged = await session.scalar(select(func.count()).where(ContactTag.tag_id == welcomed))
     assert tagged == 3
     [failed] = await events_of(db, ws.workspace_id, "automation.failed")
     assert failed.data["reason"] == "internal error"
+    assert failed.data["step"]["id"] == "tag"
 
 
 async def test_a_run_deleted_while_its_batch_works_is_not_written_and_the_rest_are(
@@ -302,3 +309,72 @@ async def test_a_run_deleted_while_its_batch_works_is_not_written_and_the_rest_a
     runs = await _by_contact(client, ws, automation["id"])
     assert {c: r["status"] for c, r in runs.items()} == {c: "completed" for c in ids if c != gone}
     assert "working them one by one" not in caplog.text
+
+
+async def test_a_run_that_ends_in_a_batch_lets_its_contact_enter_again_in_the_same_batch(
+    client, db, ws, settings
+):
+    """A re-entry automation's run completes, and a later run of the same batch tags its
+    contact with the trigger's tag: the contact enters again, as run by run."""
+    trigger = await make_tag(client, ws, "Trigger")
+    again = await make_automation(
+        client,
+        ws,
+        name="Again",
+        trigger={"type": "tag_added", "tag_id": trigger},
+        steps=[{"type": "wait", "seconds": 60}],
+        allow_reentry=True,
+    )
+    await activate(client, ws, again["id"])
+    tagger = await make_automation(
+        client,
+        ws,
+        name="Tagger",
+        trigger={"type": "manual"},
+        steps=[{"type": "wait", "seconds": 60}, {"type": "add_tag", "tag_id": trigger}],
+    )
+    await activate(client, ws, tagger["id"])
+    [jane] = await make_contacts(client, ws, ["jane@mail.example"])
+    url = f"/api/v1/contacts/{jane}/tags"
+    await ok(await client.post(url, json={"tag_id": trigger}, headers=ws.headers), 201)
+    await ok(await client.delete(f"{url}/{trigger}", headers=ws.headers))
+    await _enrol(client, ws, tagger["id"], [jane])
+    await run_due(db, settings)  # both runs at their waits
+    await skip_waits(db)
+    async with db.transaction() as session:  # "Again" first in the batch
+        await session.execute(
+            update(AutomationRun)
+            .where(AutomationRun.automation_id == again["id"])
+            .values(run_at=utcnow() - timedelta(seconds=5))
+        )
+    await run_due(db, settings, rounds=1)
+    # Entered again (the new run starts on the next tick).
+    assert sorted(r["status"] for r in await runs_of(client, ws, again["id"])) == [
+        "active",
+        "completed",
+    ]
+
+
+async def test_a_suppressed_contact_exits_even_when_the_hour_holds_the_rest(
+    client, db, ws, settings
+):
+    automation, _ = await _mailing_automation(client, db, ws)
+    ann, bob = await make_contacts(client, ws, ["ann@mail.example", "bob@mail.example"])
+    await _enrol(client, ws, automation["id"], [ann, bob])
+    await run_due(db, settings)
+    async with db.transaction() as session:
+        hashed = await session.scalar(select(Contact.email_hash).where(Contact.id == bob))
+        session.add(Suppression(workspace_id=ws.workspace_id, email_hash=hashed, reason="bounced"))
+        await limits.count_sent(
+            session,
+            {ws.account_id: get_plan(ws.plan).hourly_send_ceiling},  # type: ignore[arg-type]
+            utcnow(),
+        )
+    await skip_waits(db)
+    await run_due(db, settings)
+    runs = await _by_contact(client, ws, automation["id"])
+    assert (runs[ann]["status"], runs[ann]["step_id"]) == ("active", "mail")
+    assert runs[bob]["status"] == "exited"
+    assert runs[bob]["history"][-1]["outcome"] == (
+        "The address is on the suppression list (bounced) and cannot be mailed"
+    )

@@ -10,12 +10,14 @@ The rest are done run by run, each in a savepoint, as a single run would be.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
+from sqlalchemy import inspect, select
+from sqlalchemy.exc import InvalidRequestError
 
 from mailroom.automations import commerce
 from mailroom.automations import steps as shape
@@ -114,7 +116,18 @@ async def one(
         log.exception(
             "automation %s: step %s failed on an unexpected error", automation.id, place.step["id"]
         )
+        await _reload(ctx, contact)
         return Outcome("internal error", end="failed")
+
+
+async def _reload(ctx: Context, contact: Contact) -> None:
+    """The savepoint's rollback expired what the step had changed (the contact, by an
+    update_field): read it again now, so the batch's other runs of this contact (in other
+    automations) can still read it without I/O."""
+    if not inspect(contact).expired_attributes:
+        return
+    with contextlib.suppress(InvalidRequestError):  # its row is gone: a later read says so
+        await ctx.session.refresh(contact)
 
 
 async def _perform(

@@ -71,12 +71,13 @@ class _Run:
     updated_at: datetime
     ended_at: datetime | None
     at: str | None = None  # the step it has reached in this batch
+    written: bool = False  # ended, and written already (see _write_ended)
 
     def copy(self) -> _Run:
         return replace(self, history=list(self.history or []))
 
 
-_COLUMNS = [f.name for f in fields(_Run) if f.name != "at"]
+_COLUMNS = [f.name for f in fields(_Run) if f.name not in ("at", "written")]
 _WRITTEN = [
     c for c in _COLUMNS if c not in ("workspace_id", "automation_id", "contact_id", "context")
 ]
@@ -125,8 +126,6 @@ async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bo
         .order_by(_TABLE.c.run_at)
     )
     runs = [_Run(**row._mapping) for row in found]
-    if not runs:
-        return
     automations = {
         a.id: a
         for a in (
@@ -135,6 +134,10 @@ async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bo
             )
         ).all()
     }
+    # A run whose automation was deleted since the claim went with it.
+    runs = [run for run in runs if run.automation_id in automations]
+    if not runs:
+        return
     # The batch's contacts in one read (a run checks its contact before it moves).
     people = {
         c.id: c
@@ -146,23 +149,38 @@ async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bo
     }
     contexts = Contexts(session, settings)
     if together:
-        await _move(contexts, automations, runs, people)
+        await _move(contexts, automations, runs, people, alone=False)
     else:
         for index, run in enumerate(runs):
             before = run.copy()
             try:
                 async with session.begin_nested():
-                    await _move(contexts, automations, [run], people)
+                    await _move(contexts, automations, [run], people, alone=True)
             except Exception:
                 log.exception("automation run %s failed on an unexpected error", run.id)
                 runs[index] = before
                 ctx = await contexts(before.workspace_id)
                 await _fail(ctx, automations[before.automation_id], before, None, "internal error")
+    await _write(session, [run for run in runs if not run.written])
+
+
+async def _write(session: Any, runs: list[_Run]) -> None:
     # Core, not the ORM's bulk update: a run deleted meanwhile (its automation was) is no
     # error, it is simply not written.
-    await session.execute(
-        _WRITE, [{f"b_{name}": getattr(run, name) for name in _WRITTEN} for run in runs]
-    )
+    if runs:
+        await session.execute(
+            _WRITE, [{f"b_{name}": getattr(run, name) for name in _WRITTEN} for run in runs]
+        )
+
+
+async def _write_ended(session: Any, runs: list[_Run]) -> None:
+    """Write the runs that have just ended, before the batch goes on: a later step of the
+    batch may enrol their contact again (a tag, a list join), and enrolment reads whether
+    the contact is still in the automation from the table."""
+    ended = [run for run in runs if run.status == "done" and not run.written]
+    await _write(session, ended)
+    for run in ended:
+        run.written = True
 
 
 async def _move(
@@ -170,8 +188,13 @@ async def _move(
     automations: dict[str, Automation],
     runs: list[_Run],
     people: dict[str, Contact],
+    *,
+    alone: bool,
 ) -> None:
-    """Move `runs` as far as they go now (at most STEPS_AT_ONCE steps), group by group."""
+    """Move `runs` as far as they go now (at most STEPS_AT_ONCE steps), group by group.
+    `alone`: one run, each of its steps in a savepoint (`perform.one`), as the grouped
+    pass does its rarer steps, so an unexpected error leaves the same behind either way:
+    the steps before it done, the run failed at that step."""
     now = utcnow()
     places = {a.id: shape.walk(a.steps)[1] for a in automations.values()}
     moving: list[_Run] = []
@@ -191,6 +214,7 @@ async def _move(
             _note(run, run.at, "waited", now)
             run.at, run.waiting = place.after, False
         moving.append(run)
+    await _write_ended(contexts.session, runs)
     for _ in range(STEPS_AT_ONCE):
         groups: dict[tuple[str, str | None], list[_Run]] = {}
         for run in moving:
@@ -205,19 +229,26 @@ async def _move(
                         _end(run, "completed", None, "completed", now)
                     else:
                         _end(run, "exited", at, "step removed", now)
+                await _write_ended(contexts.session, members)
                 continue
             ctx = await contexts(automation.workspace_id)
-            outcomes = await perform.group(
-                ctx,
-                automation,
-                place,
-                [run.context for run in members],
-                [people[run.contact_id] for run in members],
-                now,
-            )
+            if alone:
+                [run] = members
+                one = perform.one(ctx, automation, place, run.context, people[run.contact_id], now)
+                outcomes = [await one]
+            else:
+                outcomes = await perform.group(
+                    ctx,
+                    automation,
+                    place,
+                    [run.context for run in members],
+                    [people[run.contact_id] for run in members],
+                    now,
+                )
             for run, outcome in zip(members, outcomes, strict=True):
                 if await _went_on(ctx, automation, run, place, outcome, now):
                     moving.append(run)
+            await _write_ended(contexts.session, members)
         if not moving:
             return
     for run in moving:  # back in line: one long path does not hog a tick

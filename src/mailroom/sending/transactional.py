@@ -132,9 +132,10 @@ async def queue_many(
 ) -> list[str | ApiError] | None:
     """`queue` of one stored template (no variables) to many contacts at once, for an
     automation batch's send_email step: the same checks in a few statements, and the rows in
-    one. Raises what would refuse every message (the template, the sender, a pause, the
-    hourly ceiling); else each contact gets its queued row's id, or the error `queue` raises
-    for it (unsubscribed, suppressed). None: the month's allowance cannot take them all, so
+    one. Raises what would refuse every message before its contact is looked at (the
+    template, the sender's address); else each contact gets its queued row's id, or the
+    error `queue` would raise for it (unsubscribed, suppressed; then a pause, an unverified
+    sender, the hourly ceiling). None: the month's allowance cannot take them all, so
     nothing is queued and the caller queues them one by one (some may still fit)."""
     body = {"template_id": template.id, **body}
     parts = await _content(ctx, body, template)
@@ -153,12 +154,17 @@ async def queue_many(
             results.append(None)
     going = [recipients[i] for i, result in enumerate(results) if result is None]
     if going:
-        if identity.paused:
-            raise sending.paused_error(identity)
-        await sending.check_sender(ctx, sender[0])
-        now = utcnow()
-        # The hour before the month: a held run (429) must not keep what it reserved.
-        await _check_hour(ctx, now)
+        try:
+            if identity.paused:
+                raise sending.paused_error(identity)
+            await sending.check_sender(ctx, sender[0])
+            now = utcnow()
+            # The hour before the month: a held run (429) must not keep what it reserved.
+            await _check_hour(ctx, now)
+        except ApiError as error:
+            # What refuses the sending refuses only those who could be mailed: the others
+            # keep their own reason, as `queue` checks the contact first.
+            return [error if result is None else result for result in results]
         try:
             await limits.reserve(
                 ctx.session, ctx.principal.account_id, ctx.principal.plan, len(going), now

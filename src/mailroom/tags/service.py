@@ -123,15 +123,23 @@ async def attach(
     link = ContactTag(
         contact_id=contact.id, tag_id=tag.id, workspace_id=ctx.workspace_id, created_at=now
     )
-    await events.emit_contact_event(
-        ctx,
-        "contact.tag_added",
-        contact,
-        extra={"tag": {"id": tag.id, "name": tag.name}},
-        tag_id=tag.id,
-    )
-    await automations.enrol(ctx, "tag_added", [contact.id], tag_id=tag.id)
+    await _tagged(ctx, tag, [contact])
     return link
+
+
+async def _tagged(ctx: Context, tag: Tag, added: list[Contact]) -> None:
+    """What follows new tags: each its `contact.tag_added` event, and the tag's
+    automations enrol the contacts in one go."""
+    for contact in added:
+        await events.emit_contact_event(
+            ctx,
+            "contact.tag_added",
+            contact,
+            extra={"tag": {"id": tag.id, "name": tag.name}},
+            tag_id=tag.id,
+        )
+    if added:
+        await automations.enrol(ctx, "tag_added", [c.id for c in added], tag_id=tag.id)
 
 
 async def attach_many(ctx: Context, tag: Tag, tagged: list[Contact]) -> None:
@@ -160,17 +168,7 @@ async def attach_many(ctx: Context, tag: Tag, tagged: list[Contact]) -> None:
             )
         ).all()
     )
-    added = [contact for contact in tagged if contact.id in inserted]
-    for contact in added:
-        await events.emit_contact_event(
-            ctx,
-            "contact.tag_added",
-            contact,
-            extra={"tag": {"id": tag.id, "name": tag.name}},
-            tag_id=tag.id,
-        )
-    if added:
-        await automations.enrol(ctx, "tag_added", [c.id for c in added], tag_id=tag.id)
+    await _tagged(ctx, tag, [contact for contact in tagged if contact.id in inserted])
 
 
 async def detach(ctx: Context, contact_id: str, tag_id: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from mailroom.core import tokens
-from mailroom.forms.submission import CONFIRM
+from mailroom.forms.mailing import CONFIRM
 from tests.automations.helpers import activate, make_automation
 from tests.forms.helpers import (
     confirm_link,

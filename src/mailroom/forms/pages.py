@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from mailroom.core.errors import ApiError
-from mailroom.forms import render, submission
+from mailroom.forms import confirming, render, submission
 from mailroom.forms.service import Field
 from mailroom.models import Form
 from mailroom.pages.i18n import words
@@ -178,7 +178,7 @@ async def submit_form(form_id: str, request: Request) -> Response:
 # ---------------------------------------------------------------- confirming by email
 
 
-def _confirm_values(shown: submission.Shown) -> dict[str, str]:
+def _confirm_values(shown: confirming.Shown) -> dict[str, str]:
     _, t = words(shown.language)
     return {
         "email": shown.email,
@@ -190,8 +190,8 @@ def _confirm_values(shown: submission.Shown) -> dict[str, str]:
 @router.get("/f/confirm/{token}")
 async def form_confirm_page(token: str, request: Request) -> HTMLResponse:
     settings, db = get_settings_dep(request), get_db(request)
-    pending = submission.read_token(settings, token)
-    shown = await submission.look(db, pending) if pending else None
+    pending = confirming.read_token(settings, token)
+    shown = await confirming.look(db, pending) if pending else None
     if pending is None or shown is None:
         return not_found_page(request)
     return confirmation_page(
@@ -206,20 +206,20 @@ async def form_confirm_page(token: str, request: Request) -> HTMLResponse:
 @router.post("/f/confirm/{token}")
 async def confirm_form_submission(token: str, request: Request) -> HTMLResponse:
     settings, db = get_settings_dep(request), get_db(request)
-    pending = submission.read_token(settings, token)
-    shown = await submission.look(db, pending) if pending else None
+    pending = confirming.read_token(settings, token)
+    shown = await confirming.look(db, pending) if pending else None
     if pending is None or shown is None:
         return not_found_page(request)
     values = _confirm_values(shown)
     if not shown.confirmed and pending.expired:
         try:
-            await submission.resend(db, settings, pending)
+            await confirming.resend(db, settings, pending)
         except ApiError:
             return page(shown.language, "expired_title", "expired", values, status=409)
         return page(shown.language, "expired_title", "resent", values)
     if not shown.confirmed:
         try:
-            await submission.confirm(db, settings, pending)
+            await confirming.confirm(db, settings, pending)
         except ApiError as problem:
             return page(
                 shown.language, "confirm_title", "form_unavailable", values, status=problem.status

@@ -148,14 +148,15 @@ async def _work(session: Any, settings: Any, run_ids: list[str], *, together: bo
         ).all()
     }
     contexts = Contexts(session, settings)
+    places = {a.id: shape.walk(a.steps)[1] for a in automations.values()}
     if together:
-        await _move(contexts, automations, runs, people, alone=False)
+        await _move(contexts, automations, places, runs, people, alone=False)
     else:
         for index, run in enumerate(runs):
             before = run.copy()
             try:
                 async with session.begin_nested():
-                    await _move(contexts, automations, [run], people, alone=True)
+                    await _move(contexts, automations, places, [run], people, alone=True)
             except Exception:
                 log.exception("automation run %s failed on an unexpected error", run.id)
                 runs[index] = before
@@ -186,6 +187,7 @@ async def _write_ended(session: Any, runs: list[_Run]) -> None:
 async def _move(
     contexts: Contexts,
     automations: dict[str, Automation],
+    places: dict[str, dict[str, shape.Place]],
     runs: list[_Run],
     people: dict[str, Contact],
     *,
@@ -196,7 +198,6 @@ async def _move(
     pass does its rarer steps, so an unexpected error leaves the same behind either way:
     the steps before it done, the run failed at that step."""
     now = utcnow()
-    places = {a.id: shape.walk(a.steps)[1] for a in automations.values()}
     moving: list[_Run] = []
     for run in runs:
         found = people.get(run.contact_id)
